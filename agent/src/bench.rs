@@ -1,0 +1,102 @@
+//! `vision2cad bench`: latency of single commands and throughput of batches, measured on
+//! the example programs. Figures go to stdout as a table and, with `--json`, to a file.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use freecad_bridge::{Program, WorkerPool};
+use serde_json::json;
+
+use crate::WorkerArgs;
+use crate::exec::read_program;
+
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Directory of example programs (*.json).
+    #[arg(long, default_value = "assets/programs")]
+    pub programs: PathBuf,
+    /// How often each program is executed for the latency figures.
+    #[arg(long, default_value_t = 5)]
+    pub repeat: usize,
+    /// Programs in the throughput batch (the examples, cycled).
+    #[arg(long, default_value_t = 100)]
+    pub batch: usize,
+    /// Worker counts to compare for throughput.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    pub workers: Vec<usize>,
+    /// Also write the figures as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub worker: WorkerArgs,
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 { xs[n / 2] } else { (xs[n / 2 - 1] + xs[n / 2]) / 2.0 }
+}
+
+pub fn run(args: &BenchArgs) -> Result<ExitCode> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&args.programs)
+        .with_context(|| format!("cannot read {}", args.programs.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    anyhow::ensure!(!paths.is_empty(), "no programs (*.json) in {}", args.programs.display());
+    let programs: Vec<Program> = paths.iter().map(|p| read_program(p)).collect::<Result<_>>()?;
+
+    // Latency: each command timed on its own, documents reset between repeats.
+    let mut session = args.worker.session()?;
+    let mut per_op: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
+    for _ in 0..args.repeat.max(1) {
+        for (program, path) in programs.iter().zip(&paths) {
+            session.reset()?;
+            for command in &program.commands {
+                let started = Instant::now();
+                session.execute(command).with_context(|| format!("{} failed", path.display()))?;
+                per_op.entry(command.op()).or_default().push(started.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+    }
+    drop(session);
+    println!("per-command latency over {} programs x {} repeats", programs.len(), args.repeat.max(1));
+    println!("{:<10} {:>8} {:>12}", "op", "calls", "median ms");
+    let mut latency = serde_json::Map::new();
+    for (op, times) in &per_op {
+        let m = median(times.clone());
+        println!("{op:<10} {:>8} {m:>12.2}", times.len());
+        latency.insert(op.to_string(), json!({"calls": times.len(), "median_ms": m}));
+    }
+
+    // Throughput: a batch of whole programs on a pool.
+    let batch: Vec<&Program> = programs.iter().cycle().take(args.batch).collect();
+    println!("\nbatch of {} programs", batch.len());
+    println!("{:<8} {:>10} {:>14} {:>9}", "workers", "seconds", "programs/s", "speed-up");
+    let mut throughput = Vec::new();
+    let mut baseline = None;
+    for &w in &args.workers {
+        let pool = WorkerPool::new(args.worker.config()?, w);
+        let started = Instant::now();
+        let results = pool.map(&batch, |s, p| s.execute_program(p).map_err(|e| e.source), || {});
+        let seconds = started.elapsed().as_secs_f64();
+        let failed = results.iter().filter(|r| r.is_err()).count();
+        anyhow::ensure!(failed == 0, "{failed} programs failed in the batch with {w} workers");
+        let rate = batch.len() as f64 / seconds;
+        let speedup = rate / *baseline.get_or_insert(rate);
+        println!("{:<8} {seconds:>10.2} {rate:>14.2} {speedup:>8.2}x", pool.workers());
+        throughput.push(json!({"workers": pool.workers(), "seconds": seconds, "programs_per_second": rate}));
+    }
+    if let Some(path) = &args.json {
+        let report = json!({"latency": latency, "throughput": throughput, "programs": paths.len()});
+        crate::exec::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

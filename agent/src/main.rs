@@ -1,0 +1,114 @@
+//! `vision2cad`: one image of a mechanical part in, a parametric FreeCAD model out.
+//!
+//! This binary is the command-line face of the workspace crates; `vision2cad --help` lists
+//! what it can do. Exit codes: 0 success, 1 failure, 2 usage error.
+
+mod bench;
+mod env;
+mod exec;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use freecad_bridge::{Session, WorkerConfig};
+
+#[derive(Debug, Parser)]
+#[command(name = "vision2cad", version, about, after_help = env::HELP)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Execute a program of the command language into a FreeCAD document.
+    ///
+    /// Writes DIR/model.FCStd (opens in FreeCAD), DIR/model.step and DIR/state.json (the
+    /// final entity table). If a command fails, the document up to the last good command is
+    /// still written and the exit code is 1.
+    Exec(exec::ExecArgs),
+    /// Print the entity table of a model (STEP, FCStd or program JSON) as JSON.
+    Inspect {
+        /// A .step/.stp, .FCStd or program .json file.
+        model: PathBuf,
+        #[command(flatten)]
+        worker: WorkerArgs,
+    },
+    /// Print the JSON Schema of programs.
+    Schema,
+    /// Measure the FreeCAD worker: per-command latency and batch throughput.
+    Bench(bench::BenchArgs),
+    /// Run a FreeCAD worker on stdin/stdout (started by vision2cad itself).
+    #[command(hide = true)]
+    Worker,
+}
+
+/// Options shared by every command that starts FreeCAD workers.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WorkerArgs {
+    /// Seconds one FreeCAD call may take before its worker is stopped and replaced.
+    #[arg(long, env = env::TIMEOUT, default_value_t = 120.0)]
+    pub timeout: f64,
+}
+
+impl WorkerArgs {
+    pub fn config(&self) -> Result<WorkerConfig> {
+        anyhow::ensure!(self.timeout.is_finite() && self.timeout > 0.0, "--timeout must be a positive number of seconds");
+        Ok(WorkerConfig::current_exe()
+            .context("cannot locate the vision2cad executable to start workers")?
+            .with_call_timeout(Duration::from_secs_f64(self.timeout)))
+    }
+
+    pub fn session(&self) -> Result<Session> {
+        Session::new(self.config()?).context("cannot start FreeCAD")
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if matches!(cli.command, Cmd::Worker) {
+        return match freecad_bridge::worker_main() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("vision2cad worker: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    init_logging();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Cmd::Exec(args) => exec::run(&args),
+        Cmd::Inspect { model, worker } => {
+            let mut session = worker.session()?;
+            exec::open_model(&mut session, &model)?;
+            println!("{}", serde_json::to_string_pretty(session.state())?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Schema => {
+            println!("{}", serde_json::to_string_pretty(&freecad_bridge::program_schema())?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench(args) => bench::run(&args),
+        Cmd::Worker => unreachable!("handled before logging starts"),
+    }
+}
+
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env(env::LOG).unwrap_or_else(|_| EnvFilter::new("warn"));
+    let color = std::env::var_os(env::NO_COLOR).is_none() && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(color).init();
+}

@@ -1,0 +1,757 @@
+"""FreeCAD side of the vision2cad worker.
+
+The Rust worker embeds CPython, loads this module and hands it one JSON request at a time
+(`handle`). Requests arrive already validated and *lowered* by the Rust side: sketch
+primitives are in the sketch's own 2D frame, arcs are counter-clockwise with angles in
+radians, and constraints are raw Sketcher tuples whose geometry index may be an entity ID
+("E7", "V3") that this module turns into external (projected) geometry. This module only
+talks to FreeCAD; it decides nothing that the Rust side can decide.
+
+Every mutating request is a transaction: on any failure the objects it created are removed,
+changed properties are restored, and the document recomputes to exactly its previous state.
+"""
+
+import json
+import os
+import sys
+import time
+import traceback
+
+for _p in ("/usr/lib/freecad-python3/lib", "/usr/lib/freecad/Mod"):
+    if _p not in sys.path:
+        sys.path.append(_p)
+
+import FreeCAD  # noqa: E402
+import Part  # noqa: E402
+import Sketcher  # noqa: E402,F401  (registers Sketcher::SketchObject)
+import PartDesign  # noqa: E402,F401  (registers PartDesign::Body)
+
+V = FreeCAD.Vector
+EPS_VOLUME = 1e-9
+
+
+class CommandFailed(Exception):
+    """A command FreeCAD refused; `entity` names the referenced entity when there is one."""
+
+    def __init__(self, reason, entity=None):
+        super().__init__(reason)
+        self.reason = reason
+        self.entity = entity
+
+
+# ---------------------------------------------------------------------------- the document
+
+
+class Model:
+    def __init__(self):
+        self.doc = None
+        self.reset()
+
+    def reset(self):
+        if self.doc is not None:
+            FreeCAD.closeDocument(self.doc.Name)
+        self.doc = FreeCAD.newDocument("vision2cad")
+        self.body = self.doc.addObject("PartDesign::Body", "Body")
+        self.imported = None  # a Part::Feature holding a loaded STEP, or a loaded body's shape
+        self.doc.recompute()
+
+    # The feature whose shape is "the model": sub-element names (Face3) refer to it.
+    def shape_owner(self):
+        if self.imported is not None:
+            return self.imported
+        tip = self.body.Tip if self.body is not None else None
+        if tip is not None and not tip.Shape.isNull():
+            return tip
+        return None
+
+    def shape(self):
+        owner = self.shape_owner()
+        return None if owner is None else owner.Shape
+
+
+MODEL = None
+
+
+def _vec(v):
+    # + 0.0 turns -0.0 into 0.0 so that equal directions print equally
+    return [float(v.x) + 0.0, float(v.y) + 0.0, float(v.z) + 0.0]
+
+
+# ---------------------------------------------------------------------------- entity table
+
+_SURFACES = {
+    "Plane": "plane",
+    "Cylinder": "cylinder",
+    "Cone": "cone",
+    "Sphere": "sphere",
+    "Toroid": "torus",
+    "BSplineSurface": "bspline",
+    "BezierSurface": "bspline",
+}
+_CURVES = {
+    "Line": "line",
+    "LineSegment": "line",
+    "Circle": "circle",
+    "ArcOfCircle": "circle",
+    "Ellipse": "ellipse",
+    "ArcOfEllipse": "ellipse",
+    "BSplineCurve": "bspline",
+    "BezierCurve": "bspline",
+}
+
+
+def _index_of(items):
+    table = {}
+    for i, item in enumerate(items):
+        table.setdefault(item.hashCode(), []).append((i, item))
+    return table
+
+
+def _lookup(table, item):
+    for i, candidate in table.get(item.hashCode(), ()):
+        if candidate.isSame(item):
+            return i
+    raise RuntimeError("sub-shape not found in its parent shape")
+
+
+def face_record(i, face, edge_index):
+    surface = face.Surface
+    kind = _SURFACES.get(type(surface).__name__, "other")
+    rec = {
+        "id": "F%d" % (i + 1),
+        "kind": kind,
+        "area": face.Area,
+        "centroid": _vec(face.CenterOfMass),
+        "edges": ["E%d" % (_lookup(edge_index, e) + 1) for e in face.Edges],
+    }
+    if kind == "plane":
+        u0, u1, v0, v1 = face.ParameterRange
+        rec["normal"] = _vec(face.normalAt((u0 + u1) / 2, (v0 + v1) / 2))
+    elif kind in ("cylinder", "cone", "sphere", "torus"):
+        if hasattr(surface, "Axis"):
+            rec["axis"] = _vec(surface.Axis)
+        rec["center"] = _vec(surface.Center)
+        if kind == "torus":
+            rec["radius"] = surface.MajorRadius
+            rec["minor_radius"] = surface.MinorRadius
+        elif hasattr(surface, "Radius"):
+            rec["radius"] = surface.Radius
+        if kind == "cone":
+            rec["semi_angle"] = surface.SemiAngle
+    return rec
+
+
+def edge_record(i, edge, vertex_index):
+    curve = None if edge.Degenerated else edge.Curve
+    kind = "degenerate" if curve is None else _CURVES.get(type(curve).__name__, "other")
+    rec = {"id": "E%d" % (i + 1), "kind": kind, "length": edge.Length}
+    verts = edge.Vertexes
+    if verts:
+        rec["start"] = _vec(verts[0].Point)
+        rec["end"] = _vec(verts[-1].Point)
+    if curve is not None:
+        p0, p1 = edge.ParameterRange
+        rec["midpoint"] = _vec(edge.valueAt((p0 + p1) / 2))
+        rec["closed"] = bool(edge.isClosed())
+        if kind == "circle":
+            rec["center"] = _vec(curve.Center)
+            rec["radius"] = curve.Radius
+            rec["axis"] = _vec(curve.Axis)
+        elif kind == "line":
+            d = verts[-1].Point - verts[0].Point if len(verts) >= 2 else V(0, 0, 0)
+            if d.Length > 0:
+                d.normalize()
+            rec["direction"] = _vec(d)
+    rec["vertices"] = ["V%d" % (_lookup(vertex_index, v) + 1) for v in verts]
+    return rec
+
+
+def entity_table(shape):
+    if shape is None or shape.isNull():
+        return {
+            "valid": False,
+            "empty": True,
+            "volume": 0.0,
+            "area": 0.0,
+            "solids": 0,
+            "bbox": None,
+            "bodies": [],
+            "faces": [],
+            "edges": [],
+            "vertices": [],
+        }
+    faces, edges, vertices = shape.Faces, shape.Edges, shape.Vertexes
+    edge_index, vertex_index = _index_of(edges), _index_of(vertices)
+    bb = shape.BoundBox
+    face_ids = ["F%d" % (i + 1) for i in range(len(faces))]
+    return {
+        "valid": bool(shape.isValid()) and len(shape.Solids) > 0,
+        "empty": False,
+        "volume": shape.Volume,
+        "area": shape.Area,
+        "solids": len(shape.Solids),
+        "bbox": {"min": [bb.XMin, bb.YMin, bb.ZMin], "max": [bb.XMax, bb.YMax, bb.ZMax]},
+        "bodies": [{"id": "B1", "faces": face_ids, "solids": len(shape.Solids)}],
+        "faces": [face_record(i, f, edge_index) for i, f in enumerate(faces)],
+        "edges": [edge_record(i, e, vertex_index) for i, e in enumerate(edges)],
+        "vertices": [{"id": "V%d" % (i + 1), "point": _vec(v.Point)} for i, v in enumerate(vertices)],
+    }
+
+
+def frame_of(obj):
+    """Origin and axes of an attached object's local frame (a sketch or a datum plane)."""
+    pl = obj.getGlobalPlacement() if hasattr(obj, "getGlobalPlacement") else obj.Placement
+    rot = pl.Rotation
+    return {
+        "origin": _vec(pl.Base),
+        "x_axis": _vec(rot.multVec(V(1, 0, 0))),
+        "y_axis": _vec(rot.multVec(V(0, 1, 0))),
+        "normal": _vec(rot.multVec(V(0, 0, 1))),
+    }
+
+
+def features():
+    """Sketches, construction planes and solid features in body order, for the state."""
+    out = []
+    if MODEL.body is None:
+        return out
+    for obj in MODEL.body.Group:
+        entry = {"name": obj.Name, "type": obj.TypeId}
+        if obj.TypeId in ("Sketcher::SketchObject", "PartDesign::Plane"):
+            entry["frame"] = frame_of(obj)
+        out.append(entry)
+    return out
+
+
+def state():
+    table = entity_table(MODEL.shape())
+    table["features"] = features()
+    return table
+
+
+# ---------------------------------------------------------------------------- references
+
+_BASE_PLANES = {"XY": "XY_Plane", "XZ": "XZ_Plane", "YZ": "YZ_Plane"}
+
+
+def _sub_index(entity_id, prefix, shape_list, what):
+    if not entity_id or entity_id[0] != prefix or not entity_id[1:].isdigit():
+        raise CommandFailed("'%s' is not a %s ID" % (entity_id, what), entity_id)
+    i = int(entity_id[1:])
+    if i < 1 or i > len(shape_list):
+        raise CommandFailed(
+            "unknown %s ID %s: the current model has %s1..%s%d"
+            % (what, entity_id, prefix, prefix, len(shape_list)),
+            entity_id,
+        )
+    return i
+
+
+def resolve_face(face_id):
+    owner = MODEL.shape_owner()
+    if owner is None:
+        raise CommandFailed("%s does not exist: the model has no solid yet" % face_id, face_id)
+    i = _sub_index(face_id, "F", owner.Shape.Faces, "face")
+    return owner, "Face%d" % i, owner.Shape.Faces[i - 1]
+
+
+def resolve_edge(edge_id):
+    owner = MODEL.shape_owner()
+    if owner is None:
+        raise CommandFailed("%s does not exist: the model has no solid yet" % edge_id, edge_id)
+    i = _sub_index(edge_id, "E", owner.Shape.Edges, "edge")
+    return owner, "Edge%d" % i, owner.Shape.Edges[i - 1]
+
+
+def resolve_vertex(vertex_id):
+    owner = MODEL.shape_owner()
+    if owner is None:
+        raise CommandFailed("%s does not exist: the model has no solid yet" % vertex_id, vertex_id)
+    i = _sub_index(vertex_id, "V", owner.Shape.Vertexes, "vertex")
+    return owner, "Vertex%d" % i, owner.Shape.Vertexes[i - 1]
+
+
+def named_feature(name, type_id, what):
+    obj = MODEL.doc.getObject(name)
+    if obj is None or obj.TypeId != type_id:
+        raise CommandFailed("unknown %s %s" % (what, name), name)
+    return obj
+
+
+def support_of(target):
+    """Attachment support for a sketch or plane placed on `target` (XY, F3, P1...)."""
+    if target in _BASE_PLANES:
+        return (MODEL.doc.getObject(_BASE_PLANES[target]) or _origin_plane(target), [""])
+    if target.startswith("F"):
+        owner, sub, face = resolve_face(target)
+        if _SURFACES.get(type(face.Surface).__name__) != "plane":
+            raise CommandFailed("%s is not planar; a sketch or plane needs a planar face" % target, target)
+        return (owner, [sub])
+    return (named_feature(target, "PartDesign::Plane", "construction plane"), [""])
+
+
+def _origin_plane(target):
+    for feat in MODEL.body.Origin.OriginFeatures:
+        if feat.Role == _BASE_PLANES[target]:
+            return feat
+    raise CommandFailed("base plane %s not found" % target, target)
+
+
+# ---------------------------------------------------------------------------- commands
+
+
+def add_sketch(cmd):
+    sk = MODEL.body.newObject("Sketcher::SketchObject", cmd["name"])
+    if sk.Name != cmd["name"]:
+        raise CommandFailed("a feature named %s already exists" % cmd["name"], cmd["name"])
+    sk.Support = support_of(cmd["on"])
+    sk.MapMode = "FlatFace"
+    for g in cmd["geometry"]:
+        if "line" in g:
+            x1, y1, x2, y2 = g["line"]
+            geo = Part.LineSegment(V(x1, y1, 0), V(x2, y2, 0))
+        elif "circle" in g:
+            cx, cy, r = g["circle"]
+            geo = Part.Circle(V(cx, cy, 0), V(0, 0, 1), r)
+        else:
+            cx, cy, r, a0, a1 = g["arc"]
+            geo = Part.ArcOfCircle(Part.Circle(V(cx, cy, 0), V(0, 0, 1), r), a0, a1)
+        sk.addGeometry(geo, bool(g.get("construction", False)))
+    externals = {}
+
+    def geo_index(ref):
+        if isinstance(ref, int):
+            return ref
+        if ref not in externals:
+            if ref.startswith("E"):
+                owner, sub, _ = resolve_edge(ref)
+            else:
+                owner, sub, _ = resolve_vertex(ref)
+            sk.addExternal(owner.Name, sub)
+            externals[ref] = -3 - len(externals)
+        return externals[ref]
+
+    for c in cmd["constraints"]:
+        args = []
+        for a in c["args"]:
+            if isinstance(a, dict):
+                args.append(geo_index(a["geo"]))
+            else:
+                args.append(a)
+        try:
+            sk.addConstraint(Sketcher.Constraint(c["kind"], *args))
+        except Exception as exc:  # Sketcher raises plain exceptions for bad tuples
+            raise CommandFailed("constraint %s %s refused: %s" % (c["kind"], c.get("label", ""), exc))
+    MODEL.doc.recompute()
+    status = sk.solve()
+    if status != 0 or "Invalid" in sk.State:
+        reasons = {-1: "the solver failed", -2: "redundant constraints", -3: "conflicting constraints"}
+        detail = reasons.get(status, sk.getStatusString())
+        conflicting = list(getattr(sk, "Conflicting", []) or []) + list(getattr(sk, "Redundant", []) or [])
+        if conflicting:
+            detail += " (constraints %s)" % ", ".join(str(i - 1) for i in conflicting)
+        raise CommandFailed("sketch %s cannot be solved: %s" % (cmd["name"], detail), cmd["name"])
+    return {"feature": sk.Name, "frame": frame_of(sk)}
+
+
+def _configure_extent(feat, extent, pocket):
+    kind = extent["type"]
+    if kind == "one_side":
+        feat.Type = "Length"
+        feat.Length = extent["depth"]
+    elif kind == "two_sides":
+        feat.Type = "TwoLengths"
+        feat.Length = extent["depth"]
+        feat.Length2 = extent["depth2"]
+    elif kind == "symmetric":
+        feat.Type = "Length"
+        feat.Length = extent["depth"]
+        feat.Midplane = True
+    elif kind == "through_all":
+        feat.Type = "ThroughAll" if pocket else "UpToLast"
+        feat.Midplane = bool(extent.get("symmetric", False))
+
+
+def add_extrude(cmd):
+    sk = named_feature(cmd["profile"], "Sketcher::SketchObject", "sketch")
+    pocket = cmd["mode"] == "cut"
+    feat = MODEL.body.newObject("PartDesign::Pocket" if pocket else "PartDesign::Pad", "Pocket" if pocket else "Pad")
+    feat.Profile = sk
+    _configure_extent(feat, cmd["extent"], pocket)
+    feat.Reversed = bool(cmd.get("reversed", False))
+    return feat
+
+
+def _axis_link(axis):
+    if axis.startswith("E"):
+        owner, sub, edge = resolve_edge(axis)
+        if _CURVES.get(type(edge.Curve).__name__) != "line":
+            raise CommandFailed("axis %s is not a straight edge" % axis, axis)
+        return (owner, [sub])
+    sketch_name, _, part = axis.partition(".")
+    sk = named_feature(sketch_name, "Sketcher::SketchObject", "sketch")
+    if part in ("V_Axis", "H_Axis"):
+        return (sk, [part])
+    index = int(part)
+    if index >= len(sk.Geometry) or type(sk.Geometry[index]).__name__ != "LineSegment":
+        raise CommandFailed("axis %s is not a line of sketch %s" % (axis, sketch_name), axis)
+    return (sk, ["Edge%d" % (index + 1)])
+
+
+def add_revolve(cmd):
+    sk = named_feature(cmd["profile"], "Sketcher::SketchObject", "sketch")
+    cut = cmd["mode"] == "cut"
+    feat = MODEL.body.newObject("PartDesign::Groove" if cut else "PartDesign::Revolution", "Groove" if cut else "Revolution")
+    feat.Profile = sk
+    feat.ReferenceAxis = _axis_link(cmd["axis"])
+    feat.Angle = cmd["angle"]
+    feat.Midplane = bool(cmd.get("symmetric", False))
+    feat.Reversed = bool(cmd.get("reversed", False))
+    return feat
+
+
+def add_sweep(cmd):
+    sk = named_feature(cmd["profile"], "Sketcher::SketchObject", "sketch")
+    cut = cmd["mode"] == "cut"
+    feat = MODEL.body.newObject("PartDesign::SubtractivePipe" if cut else "PartDesign::AdditivePipe", "Sweep")
+    feat.Profile = sk
+    path = cmd["path"]
+    if "sketch" in path:
+        feat.Spine = (named_feature(path["sketch"], "Sketcher::SketchObject", "sketch"), [])
+    else:
+        links = [resolve_edge(e) for e in path["edges"]]
+        feat.Spine = (links[0][0], [sub for _, sub, _ in links])
+    feat.Mode = "Frenet" if cmd.get("frenet", False) else "Standard"
+    return feat
+
+
+def add_loft(cmd):
+    sketches = [named_feature(s, "Sketcher::SketchObject", "sketch") for s in cmd["profiles"]]
+    cut = cmd["mode"] == "cut"
+    feat = MODEL.body.newObject("PartDesign::SubtractiveLoft" if cut else "PartDesign::AdditiveLoft", "Loft")
+    feat.Profile = sketches[0]
+    feat.Sections = sketches[1:]
+    feat.Ruled = bool(cmd.get("ruled", False))
+    feat.Closed = bool(cmd.get("closed", False))
+    return feat
+
+
+def add_dress_up(cmd):
+    links = [resolve_edge(e) for e in cmd["edges"]]
+    owner = links[0][0]
+    if cmd["op"] == "fillet":
+        feat = MODEL.body.newObject("PartDesign::Fillet", "Fillet")
+        feat.Radius = cmd["radius"]
+    else:
+        feat = MODEL.body.newObject("PartDesign::Chamfer", "Chamfer")
+        feat.Size = cmd["size"]
+    feat.Base = (owner, [sub for _, sub, _ in links])
+    return feat
+
+
+def add_plane(cmd):
+    support = support_of(cmd["on"])
+    plane = MODEL.body.newObject("PartDesign::Plane", cmd["name"])
+    if plane.Name != cmd["name"]:
+        raise CommandFailed("a feature named %s already exists" % cmd["name"], cmd["name"])
+    plane.Support = [support]
+    plane.MapMode = "FlatFace"
+    MODEL.doc.recompute()
+    offset = FreeCAD.Placement(V(0, 0, cmd.get("offset", 0.0)), FreeCAD.Rotation())
+    rot = cmd.get("rotation")
+    if rot is not None:
+        angle = rot["angle"]
+        axis = rot["axis"]
+        if axis in ("x", "y"):
+            turn = FreeCAD.Placement(V(0, 0, 0), FreeCAD.Rotation(V(1, 0, 0) if axis == "x" else V(0, 1, 0), angle))
+        else:
+            # Rotate about a straight edge: express the edge in the plane's local frame,
+            # project it onto the plane and turn about that line.
+            _, _, edge = resolve_edge(axis)
+            if _CURVES.get(type(edge.Curve).__name__) != "line":
+                raise CommandFailed("rotation axis %s is not a straight edge" % axis, axis)
+            inv = plane.Placement.inverse()
+            a = inv.multVec(edge.Vertexes[0].Point)
+            b = inv.multVec(edge.Vertexes[-1].Point)
+            direction = V(b.x - a.x, b.y - a.y, 0)
+            if direction.Length < 1e-9:
+                raise CommandFailed("rotation axis %s is perpendicular to the plane it turns" % axis, axis)
+            pivot = V(a.x, a.y, 0)
+            turn = (
+                FreeCAD.Placement(pivot, FreeCAD.Rotation())
+                .multiply(FreeCAD.Placement(V(0, 0, 0), FreeCAD.Rotation(direction, angle)))
+                .multiply(FreeCAD.Placement(-pivot, FreeCAD.Rotation()))
+            )
+        offset = offset.multiply(turn)
+    plane.AttachmentOffset = offset
+    return {"feature": plane.Name, "frame": None, "_obj": plane}
+
+
+SOLID_OPS = {
+    "extrude": add_extrude,
+    "revolve": add_revolve,
+    "sweep": add_sweep,
+    "loft": add_loft,
+    "fillet": add_dress_up,
+    "chamfer": add_dress_up,
+}
+
+
+def _failure_reason(obj):
+    try:
+        status = obj.getStatusString()
+    except Exception:
+        status = ""
+    if status and status not in ("Touched", "Valid", ""):
+        return status
+    return "FreeCAD could not compute the feature"
+
+
+def _check_solid(feat, op, mode, volume_before):
+    """A feature may report success and still produce garbage: check the result."""
+    if "Invalid" in feat.State or "Error" in feat.State:
+        raise CommandFailed(_failure_reason(feat))
+    shape = feat.Shape
+    if shape.isNull() or not shape.Solids:
+        raise CommandFailed("the feature produced no solid")
+    if len(shape.Solids) != 1:
+        raise CommandFailed("the result has %d separate solids; a body must stay one solid" % len(shape.Solids))
+    if not shape.isValid():
+        raise CommandFailed("the result is not a valid solid")
+    volume = shape.Volume
+    if volume <= EPS_VOLUME:
+        raise CommandFailed("the result has no volume (%.3g)" % volume)
+    tol = 1e-7 * max(volume, volume_before, 1.0)
+    if mode == "add" and volume <= volume_before + tol:
+        raise CommandFailed("the %s added no material" % op)
+    if mode == "cut" and volume >= volume_before - tol:
+        raise CommandFailed("the %s removed no material: the profile does not intersect the part" % op)
+    if mode == "dress" and abs(volume - volume_before) <= tol:
+        raise CommandFailed("the %s changed nothing" % op)
+
+
+def execute(cmd):
+    op = cmd["op"]
+    if op == "end":
+        return {"feature": None}
+    if MODEL.imported is not None:
+        raise CommandFailed("the document holds an imported shape; commands need a fresh document")
+    doc, body = MODEL.doc, MODEL.body
+    before = set(o.Name for o in doc.Objects)
+    old_tip = body.Tip
+    volume_before = MODEL.shape().Volume if MODEL.shape() is not None else 0.0
+    try:
+        if op == "sketch":
+            result = add_sketch(cmd)
+        elif op == "plane":
+            result = add_plane(cmd)
+            plane = result.pop("_obj")
+            doc.recompute()
+            if "Invalid" in plane.State:
+                raise CommandFailed("plane %s cannot be attached: %s" % (plane.Name, _failure_reason(plane)))
+            result["frame"] = frame_of(plane)
+        else:
+            feat = SOLID_OPS[op](cmd)
+            doc.recompute()
+            mode = cmd.get("mode", "dress")
+            _check_solid(feat, op, mode, volume_before)
+            result = {"feature": feat.Name}
+        return result
+    except Exception:
+        _rollback(before, old_tip)
+        raise
+
+
+def _rollback(before, old_tip):
+    doc, body = MODEL.doc, MODEL.body
+    created = [o for o in doc.Objects if o.Name not in before]
+    for obj in reversed(created):
+        if obj in body.Group:
+            body.removeObject(obj)
+    for obj in reversed(created):
+        if doc.getObject(obj.Name) is not None:
+            doc.removeObject(obj.Name)
+    if old_tip is not None:
+        body.Tip = old_tip
+    doc.recompute()
+
+
+# ---------------------------------------------------------------------------- parameters
+
+
+def parameters():
+    """Every editable extrusion depth, in document order."""
+    out = []
+    for obj in MODEL.doc.Objects:
+        if obj.TypeId not in ("PartDesign::Pad", "PartDesign::Pocket"):
+            continue
+        kind = "pocket" if obj.TypeId == "PartDesign::Pocket" else "pad"
+        if obj.Type == "Length":
+            role = "symmetric_total" if obj.Midplane else "depth"
+            out.append({"name": "%s.Length" % obj.Name, "feature": obj.Name, "kind": kind, "role": role, "value": float(obj.Length)})
+        elif obj.Type == "TwoLengths":
+            out.append({"name": "%s.Length" % obj.Name, "feature": obj.Name, "kind": kind, "role": "side1", "value": float(obj.Length)})
+            out.append({"name": "%s.Length2" % obj.Name, "feature": obj.Name, "kind": kind, "role": "side2", "value": float(obj.Length2)})
+    return out
+
+
+def set_parameters(values):
+    doc = MODEL.doc
+    old = {}
+    try:
+        for name, value in values.items():
+            feature, _, prop = name.partition(".")
+            obj = doc.getObject(feature)
+            if obj is None or prop not in ("Length", "Length2") or obj.TypeId not in ("PartDesign::Pad", "PartDesign::Pocket"):
+                raise CommandFailed("unknown parameter %s" % name, name)
+            old[name] = float(getattr(obj, prop))
+            setattr(obj, prop, value)
+        doc.recompute()
+        bad = [o for o in doc.Objects if "Invalid" in o.State or "Error" in o.State]
+        if bad:
+            raise CommandFailed("recompute failed at %s: %s" % (bad[0].Name, _failure_reason(bad[0])), bad[0].Name)
+        shape = MODEL.shape()
+        if shape is None or len(shape.Solids) != 1 or not shape.isValid() or shape.Volume <= EPS_VOLUME:
+            raise CommandFailed("after the edit the model is no longer one valid solid")
+    except Exception:
+        for name, value in old.items():
+            feature, _, prop = name.partition(".")
+            setattr(doc.getObject(feature), prop, value)
+        doc.recompute()
+        raise
+    return state()
+
+
+# ---------------------------------------------------------------------------- files
+
+
+def load(path):
+    ext = os.path.splitext(path)[1].lower()
+    if ext in (".step", ".stp"):
+        shape = Part.Shape()
+        try:
+            shape.read(path)
+        except Exception as exc:
+            raise CommandFailed("cannot read STEP file %s: %s" % (path, exc), path)
+        if shape.isNull() or not shape.Faces:
+            raise CommandFailed("STEP file %s holds no geometry" % path, path)
+        if len(shape.Solids) == 1:
+            shape = shape.Solids[0]
+        MODEL.reset()
+        MODEL.imported = MODEL.doc.addObject("Part::Feature", "Imported")
+        MODEL.imported.Shape = shape
+        MODEL.doc.recompute()
+    elif ext == ".fcstd":
+        try:
+            doc = FreeCAD.openDocument(path)
+        except Exception as exc:
+            raise CommandFailed("cannot open FreeCAD document %s: %s" % (path, exc), path)
+        if MODEL.doc is not None:
+            FreeCAD.closeDocument(MODEL.doc.Name)
+        MODEL.doc = doc
+        bodies = [o for o in doc.Objects if o.TypeId == "PartDesign::Body"]
+        MODEL.body = bodies[0] if bodies else None
+        MODEL.imported = None
+        if MODEL.body is None:
+            solids = [o for o in doc.Objects if hasattr(o, "Shape") and o.Shape.Solids]
+            if not solids:
+                raise CommandFailed("FreeCAD document %s holds no solid" % path, path)
+            MODEL.imported = solids[-1]
+        doc.recompute()
+    else:
+        raise CommandFailed("unsupported model format %s (expected .step, .stp or .FCStd)" % path, path)
+    return state()
+
+
+def save(fcstd=None, step=None):
+    if fcstd:
+        MODEL.doc.saveAs(fcstd)
+    if step:
+        shape = MODEL.shape()
+        if shape is None or shape.isNull():
+            raise CommandFailed("there is no solid to export to STEP")
+        shape.exportStep(step)
+    return {}
+
+
+def tessellate(linear, angular):
+    shape = MODEL.shape()
+    positions, triangles, face_offsets = [], [], [0]
+    edge_points, edge_offsets = [], [0]
+    if shape is not None and not shape.isNull():
+        try:
+            import MeshPart
+
+            MeshPart.meshFromShape(Shape=shape, LinearDeflection=linear, AngularDeflection=angular, Relative=False)
+        except Exception:
+            pass  # per-face tessellation below still meshes with the linear deflection
+        for face in shape.Faces:
+            pts, tris = face.tessellate(linear)
+            base = len(positions) // 3
+            for p in pts:
+                positions.extend((p.x, p.y, p.z))
+            for t in tris:
+                triangles.extend((t[0] + base, t[1] + base, t[2] + base))
+            face_offsets.append(len(triangles) // 3)
+        for edge in shape.Edges:
+            if not edge.Degenerated:
+                for p in edge.discretize(Deflection=linear):
+                    edge_points.extend((p.x, p.y, p.z))
+            edge_offsets.append(len(edge_points) // 3)
+    return {
+        "positions": positions,
+        "triangles": triangles,
+        "face_offsets": face_offsets,
+        "edge_points": edge_points,
+        "edge_offsets": edge_offsets,
+    }
+
+
+# ---------------------------------------------------------------------------- dispatch
+
+
+def init(user_home):
+    global MODEL
+    if user_home:
+        os.makedirs(user_home, exist_ok=True)
+    MODEL = Model()
+    return FreeCAD.Version()[0] + "." + FreeCAD.Version()[1] + "." + FreeCAD.Version()[2]
+
+
+def _dispatch(req):
+    kind = req["type"]
+    if kind == "reset":
+        MODEL.reset()
+        return state()
+    if kind == "execute":
+        result = execute(req["command"])
+        result["state"] = state()
+        return result
+    if kind == "state":
+        return state()
+    if kind == "parameters":
+        return {"parameters": parameters()}
+    if kind == "set_parameters":
+        return set_parameters(req["values"])
+    if kind == "load":
+        return load(req["path"])
+    if kind == "save":
+        return save(req.get("fcstd"), req.get("step"))
+    if kind == "tessellate":
+        return tessellate(req["linear_deflection"], req["angular_deflection"])
+    if kind == "debug_sleep":
+        time.sleep(req["seconds"])
+        return {}
+    raise CommandFailed("unknown request type %s" % kind)
+
+
+def handle(line):
+    try:
+        req = json.loads(line)
+        return json.dumps({"ok": _dispatch(req)})
+    except CommandFailed as exc:
+        return json.dumps({"err": {"reason": exc.reason, "entity": exc.entity}})
+    except Exception as exc:  # FreeCAD raises Base.FreeCADError, RuntimeError, ...
+        detail = str(exc) or type(exc).__name__
+        traceback.print_exc(file=sys.stderr)
+        return json.dumps({"err": {"reason": "FreeCAD: %s" % detail, "entity": None}})

@@ -1,0 +1,520 @@
+//! The command language: what a program (or the VLM) may ask the modeller to do.
+//!
+//! Programs are JSON (`{"commands": [...]}`), one object per command tagged by `op`. Sketch
+//! coordinates are in the sketch plane's own 2D frame (the frame FreeCAD attaches to the
+//! plane, reported as `frame` in the model state). Existing geometry is named by the IDs of
+//! the current [`ModelState`](crate::ModelState): faces `F3`, edges `E12`, vertices `V5`;
+//! sketches and construction planes by the name their command gave them (`S1`, `P1`).
+//!
+//! References inside a sketch are short strings, so a model can write them easily:
+//! - a curve: `g0` (the sketch's first primitive), `E7` (an existing edge, projected into the
+//!   sketch as external geometry), `h_axis`, `v_axis`;
+//! - a point: `g0.start`, `g0.end`, `g0.center`, `V3` (an existing vertex, projected),
+//!   `E7.start`, `E7.end`, `E7.center`, `origin`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A whole modeling program: commands executed in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Program {
+    /// Free text naming the part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Free text for humans; ignored by the modeller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub commands: Vec<Command>,
+}
+
+/// One modeling operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Command {
+    /// A 2D sketch on a base plane, a planar face or a construction plane.
+    Sketch(Sketch),
+    /// Extrude a closed sketch: add material (Pad) or cut it (Pocket).
+    Extrude(Extrude),
+    /// Revolve a sketch about an axis: add (Revolution) or cut (Groove).
+    Revolve(Revolve),
+    /// Sweep a profile sketch along a path (AdditivePipe / SubtractivePipe).
+    Sweep(Sweep),
+    /// Loft through two or more sketches (AdditiveLoft / SubtractiveLoft).
+    Loft(Loft),
+    /// Round edges.
+    Fillet(Fillet),
+    /// Bevel edges.
+    Chamfer(Chamfer),
+    /// A construction plane (PartDesign DatumPlane), offset and optionally inclined.
+    Plane(Plane),
+    /// The model is finished.
+    End,
+}
+
+impl Command {
+    /// The `op` tag, for messages.
+    pub fn op(&self) -> &'static str {
+        match self {
+            Command::Sketch(_) => "sketch",
+            Command::Extrude(_) => "extrude",
+            Command::Revolve(_) => "revolve",
+            Command::Sweep(_) => "sweep",
+            Command::Loft(_) => "loft",
+            Command::Fillet(_) => "fillet",
+            Command::Chamfer(_) => "chamfer",
+            Command::Plane(_) => "plane",
+            Command::End => "end",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Sketch {
+    /// Name that later commands use to refer to this sketch, e.g. `S1`.
+    pub name: String,
+    /// Where the sketch lies: `XY`, `XZ`, `YZ`, a planar face `F3`, or a construction plane `P1`.
+    pub on: String,
+    /// Lines, arcs and circles in the sketch's 2D frame (model units, mm).
+    pub primitives: Vec<Primitive>,
+    /// Constraints between primitives and to projected existing geometry.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constraints: Vec<Constraint>,
+    /// Add coincident constraints where primitive endpoints meet (default true), so the
+    /// profile stays closed when it is edited.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub auto_coincident: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Primitive {
+    Line {
+        start: [f64; 2],
+        end: [f64; 2],
+        #[serde(default, skip_serializing_if = "is_false")]
+        construction: bool,
+    },
+    /// Three-point arc from `start` through `mid` to `end`.
+    Arc {
+        start: [f64; 2],
+        mid: [f64; 2],
+        end: [f64; 2],
+        #[serde(default, skip_serializing_if = "is_false")]
+        construction: bool,
+    },
+    /// Centre-form arc, counter-clockwise from `start_angle` to `end_angle` (degrees).
+    CenterArc {
+        center: [f64; 2],
+        radius: f64,
+        start_angle: f64,
+        end_angle: f64,
+        #[serde(default, skip_serializing_if = "is_false")]
+        construction: bool,
+    },
+    Circle {
+        center: [f64; 2],
+        radius: f64,
+        #[serde(default, skip_serializing_if = "is_false")]
+        construction: bool,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Constraint {
+    Coincident { a: PointRef, b: PointRef },
+    PointOnObject { point: PointRef, object: CurveRef },
+    /// Circles or arcs share their centre.
+    Concentric { a: CurveRef, b: CurveRef },
+    /// Equal length (lines) or equal radius (circles, arcs).
+    Equal { a: CurveRef, b: CurveRef },
+    Tangent { a: CurveRef, b: CurveRef },
+    Parallel { a: CurveRef, b: CurveRef },
+    Perpendicular { a: CurveRef, b: CurveRef },
+    Horizontal { line: CurveRef },
+    Vertical { line: CurveRef },
+    /// Distance between two points.
+    Distance { a: PointRef, b: PointRef, value: f64 },
+    /// Length of a line.
+    Length { line: CurveRef, value: f64 },
+    Radius { curve: CurveRef, value: f64 },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Extrude {
+    /// The sketch to extrude.
+    pub profile: String,
+    pub mode: Mode,
+    pub extent: Extent,
+    /// Extrude against the default direction (a cut's default goes into the material
+    /// below the sketch plane, an add's along the plane normal).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub reversed: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Add,
+    Cut,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Extent {
+    OneSide { depth: f64 },
+    /// `depth` along the direction, `depth2` against it.
+    TwoSides { depth: f64, depth2: f64 },
+    /// `depth` in total, centred on the sketch plane.
+    Symmetric { depth: f64 },
+    /// Through the whole part (for an add: up to the last face).
+    ThroughAll {
+        #[serde(default, skip_serializing_if = "is_false")]
+        symmetric: bool,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Revolve {
+    pub profile: String,
+    pub mode: Mode,
+    /// `S1.v_axis`, `S1.h_axis`, a line of a sketch `S1.g3`, or a straight edge `E5`.
+    pub axis: String,
+    /// Degrees, in (0, 360].
+    pub angle: f64,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub symmetric: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub reversed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    pub profile: String,
+    pub mode: Mode,
+    pub path: SweepPath,
+    /// Frenet orientation of the profile along the path (helix-like paths).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub frenet: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum SweepPath {
+    /// All edges of a path sketch.
+    Sketch(String),
+    /// Connected existing edges.
+    Edges(Vec<String>),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Loft {
+    /// Two or more sketches, in order.
+    pub profiles: Vec<String>,
+    pub mode: Mode,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ruled: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub closed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Fillet {
+    pub edges: Vec<String>,
+    pub radius: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Chamfer {
+    pub edges: Vec<String>,
+    pub size: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Plane {
+    /// Name later commands use, e.g. `P1`.
+    pub name: String,
+    /// The reference: `XY`, `XZ`, `YZ`, a planar face `F3`, or another plane `P1`.
+    pub on: String,
+    /// Distance along the reference's normal.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offset: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotation: Option<PlaneRotation>,
+}
+
+/// Incline a plane: turn it about an axis lying in it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlaneRotation {
+    /// `x` or `y` (the reference's own axes) or a straight edge `E4`.
+    pub axis: String,
+    /// Degrees.
+    pub angle: f64,
+}
+
+fn yes() -> bool {
+    true
+}
+fn is_true(b: &bool) -> bool {
+    *b
+}
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+// ------------------------------------------------------------------------------ references
+
+/// An entity of the current model named by ID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EntityKind {
+    Face,
+    Edge,
+    Vertex,
+}
+
+/// An ID such as `E12`: kind and 1-based index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EntityId {
+    pub kind: EntityKind,
+    pub index: usize,
+}
+
+impl FromStr for EntityId {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (kind, digits) = match s.split_at_checked(1) {
+            Some(("F", d)) => (EntityKind::Face, d),
+            Some(("E", d)) => (EntityKind::Edge, d),
+            Some(("V", d)) => (EntityKind::Vertex, d),
+            _ => return Err(format!("'{s}' is not an entity ID (F3, E12, V5)")),
+        };
+        match digits.parse::<usize>() {
+            Ok(index) if index >= 1 && digits.chars().all(|c| c.is_ascii_digit()) => {
+                Ok(EntityId { kind, index })
+            }
+            _ => Err(format!("'{s}' is not an entity ID (F3, E12, V5)")),
+        }
+    }
+}
+
+impl fmt::Display for EntityId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let prefix = match self.kind {
+            EntityKind::Face => 'F',
+            EntityKind::Edge => 'E',
+            EntityKind::Vertex => 'V',
+        };
+        write!(f, "{prefix}{}", self.index)
+    }
+}
+
+/// Which point of a curve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PointPos {
+    Start,
+    End,
+    Center,
+}
+
+/// A curve a sketch constraint can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CurveRef {
+    /// The sketch's own primitive, 0-based.
+    Own(usize),
+    /// An existing edge, projected into the sketch.
+    Edge(EntityId),
+    HAxis,
+    VAxis,
+}
+
+/// A point a sketch constraint can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PointRef {
+    Own(usize, PointPos),
+    Edge(EntityId, PointPos),
+    Vertex(EntityId),
+    Origin,
+}
+
+fn parse_pos(s: &str) -> Option<PointPos> {
+    match s {
+        "start" => Some(PointPos::Start),
+        "end" => Some(PointPos::End),
+        "center" => Some(PointPos::Center),
+        _ => None,
+    }
+}
+
+fn parse_own(s: &str) -> Option<usize> {
+    let digits = s.strip_prefix('g')?;
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+impl FromStr for CurveRef {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "h_axis" => return Ok(CurveRef::HAxis),
+            "v_axis" => return Ok(CurveRef::VAxis),
+            _ => {}
+        }
+        if let Some(i) = parse_own(s) {
+            return Ok(CurveRef::Own(i));
+        }
+        match s.parse::<EntityId>() {
+            Ok(id) if id.kind == EntityKind::Edge => Ok(CurveRef::Edge(id)),
+            _ => Err(format!(
+                "'{s}' is not a curve reference (g0 for the sketch's first primitive, E7 for an existing edge, h_axis, v_axis)"
+            )),
+        }
+    }
+}
+
+impl FromStr for PointRef {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || {
+            format!(
+                "'{s}' is not a point reference (g0.start, g0.end, g0.center, V3, E7.start, E7.end, E7.center, origin)"
+            )
+        };
+        if s == "origin" {
+            return Ok(PointRef::Origin);
+        }
+        if let Some((curve, pos)) = s.split_once('.') {
+            let pos = parse_pos(pos).ok_or_else(bad)?;
+            if let Some(i) = parse_own(curve) {
+                return Ok(PointRef::Own(i, pos));
+            }
+            return match curve.parse::<EntityId>() {
+                Ok(id) if id.kind == EntityKind::Edge => Ok(PointRef::Edge(id, pos)),
+                _ => Err(bad()),
+            };
+        }
+        match s.parse::<EntityId>() {
+            Ok(id) if id.kind == EntityKind::Vertex => Ok(PointRef::Vertex(id)),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl fmt::Display for CurveRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CurveRef::Own(i) => write!(f, "g{i}"),
+            CurveRef::Edge(id) => write!(f, "{id}"),
+            CurveRef::HAxis => f.write_str("h_axis"),
+            CurveRef::VAxis => f.write_str("v_axis"),
+        }
+    }
+}
+
+impl fmt::Display for PointRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pos = |p: &PointPos| match p {
+            PointPos::Start => "start",
+            PointPos::End => "end",
+            PointPos::Center => "center",
+        };
+        match self {
+            PointRef::Own(i, p) => write!(f, "g{i}.{}", pos(p)),
+            PointRef::Edge(id, p) => write!(f, "{id}.{}", pos(p)),
+            PointRef::Vertex(id) => write!(f, "{id}"),
+            PointRef::Origin => f.write_str("origin"),
+        }
+    }
+}
+
+macro_rules! string_serde {
+    ($ty:ty, $pattern:literal, $desc:literal) => {
+        impl Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                s.parse().map_err(serde::de::Error::custom)
+            }
+        }
+        impl JsonSchema for $ty {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($ty).into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({"type": "string", "pattern": $pattern, "description": $desc})
+            }
+        }
+    };
+}
+
+string_serde!(
+    CurveRef,
+    "^(g[0-9]+|E[1-9][0-9]*|h_axis|v_axis)$",
+    "A curve: g0 (own primitive), E7 (projected existing edge), h_axis, v_axis"
+);
+string_serde!(
+    PointRef,
+    "^(g[0-9]+\\.(start|end|center)|E[1-9][0-9]*\\.(start|end|center)|V[1-9][0-9]*|origin)$",
+    "A point: g0.start/end/center, E7.start/end/center, V3 (projected existing vertex), origin"
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_round_trip_through_text() {
+        for s in ["g0", "g12", "E7", "h_axis", "v_axis"] {
+            assert_eq!(s.parse::<CurveRef>().map(|r| r.to_string()), Ok(s.to_string()));
+        }
+        for s in ["g0.start", "g3.center", "V3", "E7.end", "origin"] {
+            assert_eq!(s.parse::<PointRef>().map(|r| r.to_string()), Ok(s.to_string()));
+        }
+    }
+
+    #[test]
+    fn malformed_references_are_refused_with_the_text() {
+        for s in ["g", "gx", "F3", "E0", "E-1", "g1.middle", "V3.start", ""] {
+            let err = s.parse::<PointRef>().expect_err(s);
+            assert!(err.contains(&format!("'{s}'")), "{err}");
+        }
+        assert!("V3".parse::<CurveRef>().is_err());
+        assert!("E07x".parse::<EntityId>().is_err());
+    }
+
+    #[test]
+    fn commands_parse_from_json_and_reject_unknown_fields() {
+        let ok: Command = serde_json::from_str(
+            r#"{"op":"extrude","profile":"S1","mode":"add","extent":{"type":"one_side","depth":5}}"#,
+        )
+        .expect("valid extrude");
+        assert_eq!(ok.op(), "extrude");
+        let bad = serde_json::from_str::<Command>(
+            r#"{"op":"extrude","profile":"S1","mode":"add","extent":{"type":"one_side","depth":5},"colour":"red"}"#,
+        );
+        assert!(bad.is_err());
+        let end: Command = serde_json::from_str(r#"{"op":"end"}"#).expect("end");
+        assert_eq!(end, Command::End);
+    }
+}

@@ -1,0 +1,292 @@
+//! A modeling session: one document in one worker, rebuilt from its log when the worker dies.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::command::{Command, Program};
+use crate::error::{BridgeError, CallError};
+use crate::lower::lower;
+use crate::state::{Frame, ModelState};
+use crate::worker::{WorkerConfig, WorkerProcess};
+
+/// What a successful command produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Executed {
+    /// The FreeCAD feature it created (`S1`, `Pad001`...), none for `end`.
+    pub feature: Option<String>,
+    /// The local frame of a new sketch or plane.
+    pub frame: Option<Frame>,
+}
+
+/// An editable parameter of the document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Parameter {
+    /// `Pad.Length`, `Pocket001.Length2`: the key for [`Session::set_parameters`].
+    pub name: String,
+    pub feature: String,
+    /// `pad` or `pocket`.
+    pub kind: String,
+    /// `depth`, `symmetric_total`, `side1`, `side2`.
+    pub role: String,
+    pub value: f64,
+}
+
+/// Triangles per face and polylines per edge, as flat arrays.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tessellation {
+    /// x, y, z of every mesh vertex.
+    pub positions: Vec<f64>,
+    /// Three vertex indices per triangle.
+    pub triangles: Vec<u32>,
+    /// Face `F(i+1)` owns triangles `face_offsets[i]..face_offsets[i+1]`.
+    pub face_offsets: Vec<u32>,
+    /// x, y, z of every polyline point.
+    pub edge_points: Vec<f64>,
+    /// Edge `E(i+1)` owns points `edge_offsets[i]..edge_offsets[i+1]`.
+    pub edge_offsets: Vec<u32>,
+}
+
+impl Tessellation {
+    pub fn triangle_count(&self) -> usize {
+        self.triangles.len() / 3
+    }
+}
+
+/// A program stopped at a failing command.
+#[derive(Debug, thiserror::Error)]
+#[error("step {index} ({op}): {source}")]
+pub struct StepError {
+    /// 0-based index of the failing command.
+    pub index: usize,
+    pub op: String,
+    pub source: BridgeError,
+}
+
+/// One FreeCAD document driven command by command.
+#[derive(Debug)]
+pub struct Session {
+    config: WorkerConfig,
+    worker: Option<WorkerProcess>,
+    /// Every request that changed the document, in order: replaying it rebuilds the document.
+    log: Vec<Value>,
+    state: ModelState,
+    replacements: usize,
+}
+
+/// A refusal from FreeCAD: reason and the entity it names.
+type Refusal = (String, Option<String>);
+
+impl Session {
+    /// Start a worker with an empty document.
+    pub fn new(config: WorkerConfig) -> Result<Self, BridgeError> {
+        let worker = WorkerProcess::spawn(&config).map_err(BridgeError::Worker)?;
+        Ok(Session { config, worker: Some(worker), log: Vec::new(), state: ModelState::empty(), replacements: 0 })
+    }
+
+    /// The entity table after the last successful command.
+    pub fn state(&self) -> &ModelState {
+        &self.state
+    }
+
+    /// Process ID of the current worker (for diagnostics and tests).
+    pub fn worker_pid(&self) -> Option<u32> {
+        self.worker.as_ref().map(WorkerProcess::pid)
+    }
+
+    /// How many times a lost worker was replaced.
+    pub fn replacements(&self) -> usize {
+        self.replacements
+    }
+
+    /// Execute one command. On failure the document is exactly as before.
+    pub fn execute(&mut self, command: &Command) -> Result<Executed, BridgeError> {
+        let op = command.op().to_string();
+        let lowered = lower(command, &self.state)
+            .map_err(|i| BridgeError::Command { op: op.clone(), entity: i.entity, reason: i.reason })?;
+        let request = json!({"type": "execute", "command": lowered});
+        match self.call(request, true)? {
+            Ok(mut response) => {
+                self.state = take_state(&mut response)?;
+                serde_json::from_value(response).map_err(|e| protocol(format!("bad execute response: {e}")))
+            }
+            Err((reason, entity)) => Err(BridgeError::Command { op, entity, reason }),
+        }
+    }
+
+    /// Execute a whole program, stopping at the first failing command; the document then
+    /// holds every command before it.
+    pub fn execute_program(&mut self, program: &Program) -> Result<(), StepError> {
+        for (index, command) in program.commands.iter().enumerate() {
+            self.execute(command).map_err(|source| StepError { index, op: command.op().into(), source })?;
+        }
+        Ok(())
+    }
+
+    /// Every extrusion depth of the document (both sides of a two-sided extrusion, the
+    /// total of a symmetric one).
+    pub fn parameters(&mut self) -> Result<Vec<Parameter>, BridgeError> {
+        match self.call(json!({"type": "parameters"}), false)? {
+            Ok(mut v) => serde_json::from_value(v["parameters"].take()).map_err(|e| protocol(e.to_string())),
+            Err((reason, _)) => Err(BridgeError::Parameters { reason }),
+        }
+    }
+
+    /// Set parameters by name and recompute. On failure the old values are restored.
+    pub fn set_parameters(&mut self, values: &BTreeMap<String, f64>) -> Result<&ModelState, BridgeError> {
+        if let Some((name, v)) = values.iter().find(|(_, v)| !(v.is_finite() && **v > 0.0)) {
+            return Err(BridgeError::Parameters { reason: format!("{name} must be a positive number, got {v}") });
+        }
+        match self.call(json!({"type": "set_parameters", "values": values}), true)? {
+            Ok(response) => {
+                self.state = serde_json::from_value(response).map_err(|e| protocol(e.to_string()))?;
+                Ok(&self.state)
+            }
+            Err((reason, _)) => Err(BridgeError::Parameters { reason }),
+        }
+    }
+
+    /// Multiply every extrusion depth by `factor` (the edit protocol uses 1.1).
+    pub fn scale_extrusions(&mut self, factor: f64) -> Result<&ModelState, BridgeError> {
+        let values: BTreeMap<String, f64> =
+            self.parameters()?.into_iter().filter(|p| p.value > 0.0).map(|p| (p.name, p.value * factor)).collect();
+        if values.is_empty() {
+            return Ok(&self.state);
+        }
+        self.set_parameters(&values)
+    }
+
+    /// Replace the document with a STEP or FCStd file.
+    pub fn load(&mut self, path: &Path) -> Result<&ModelState, BridgeError> {
+        let text = path.to_string_lossy().to_string();
+        let absolute = std::path::absolute(path).map_err(|e| BridgeError::Load { path: text.clone(), reason: e.to_string() })?;
+        if !absolute.is_file() {
+            return Err(BridgeError::Load { path: text, reason: "no such file".into() });
+        }
+        let request = json!({"type": "load", "path": absolute.to_string_lossy()});
+        // A load replaces the document: what came before no longer matters for replay.
+        let previous_log = std::mem::take(&mut self.log);
+        match self.call(request, true)? {
+            Ok(response) => {
+                self.state = serde_json::from_value(response).map_err(|e| protocol(e.to_string()))?;
+                Ok(&self.state)
+            }
+            Err((reason, _)) => {
+                self.log = previous_log;
+                Err(BridgeError::Load { path: text, reason })
+            }
+        }
+    }
+
+    /// Write the document as FCStd and/or the current solid as STEP.
+    pub fn save(&mut self, fcstd: Option<&Path>, step: Option<&Path>) -> Result<(), BridgeError> {
+        let path_of = |p: Option<&Path>| -> Result<Value, BridgeError> {
+            match p {
+                None => Ok(Value::Null),
+                Some(p) => std::path::absolute(p)
+                    .map(|a| Value::String(a.to_string_lossy().into()))
+                    .map_err(|e| BridgeError::Save { path: p.display().to_string(), reason: e.to_string() }),
+            }
+        };
+        let request = json!({"type": "save", "fcstd": path_of(fcstd)?, "step": path_of(step)?});
+        match self.call(request, false)? {
+            Ok(_) => Ok(()),
+            Err((reason, _)) => {
+                let path = [fcstd, step].into_iter().flatten().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+                Err(BridgeError::Save { path, reason })
+            }
+        }
+    }
+
+    /// Triangles per face and polylines per edge of the current shape.
+    pub fn tessellate(&mut self, linear_deflection: f64, angular_deflection: f64) -> Result<Tessellation, BridgeError> {
+        let request = json!({"type": "tessellate", "linear_deflection": linear_deflection, "angular_deflection": angular_deflection});
+        match self.call(request, false)? {
+            Ok(v) => serde_json::from_value(v).map_err(|e| protocol(e.to_string())),
+            Err((reason, _)) => Err(BridgeError::Worker(CallError::Rejected { reason, entity: None })),
+        }
+    }
+
+    /// Start over with an empty document.
+    pub fn reset(&mut self) -> Result<&ModelState, BridgeError> {
+        self.log.clear();
+        match self.call(json!({"type": "reset"}), false)? {
+            Ok(response) => {
+                self.state = serde_json::from_value(response).map_err(|e| protocol(e.to_string()))?;
+                Ok(&self.state)
+            }
+            Err((reason, entity)) => Err(BridgeError::Worker(CallError::Rejected { reason, entity })),
+        }
+    }
+
+    /// Replace the worker with a fresh one holding the same document (recycling long-lived
+    /// workers bounds the memory FreeCAD accumulates).
+    pub fn restart_worker(&mut self) -> Result<(), BridgeError> {
+        self.worker = None;
+        self.rebuild().map_err(BridgeError::Worker)
+    }
+
+    /// Keep the worker busy for `duration` (diagnostics: exercises the call timeout).
+    pub fn sleep_in_worker(&mut self, duration: Duration) -> Result<(), BridgeError> {
+        self.call(json!({"type": "debug_sleep", "seconds": duration.as_secs_f64()}), false)?
+            .map(|_| ())
+            .map_err(|(reason, entity)| BridgeError::Worker(CallError::Rejected { reason, entity }))
+    }
+
+    /// Send one request. The outer error is a lost worker (already replaced, document
+    /// rebuilt); the inner one is FreeCAD refusing the request.
+    fn call(&mut self, request: Value, logged: bool) -> Result<Result<Value, Refusal>, BridgeError> {
+        if self.worker.is_none() {
+            self.rebuild().map_err(BridgeError::Worker)?;
+        }
+        let timeout = self.config.call_timeout;
+        let Some(worker) = self.worker.as_mut() else {
+            return Err(BridgeError::Worker(CallError::Spawn("no worker".into())));
+        };
+        match worker.call(&request, timeout) {
+            Ok(v) => {
+                if logged {
+                    self.log.push(request);
+                }
+                Ok(Ok(v))
+            }
+            Err(CallError::Rejected { reason, entity }) => Ok(Err((reason, entity))),
+            Err(lost) => {
+                tracing::warn!("{lost}; replacing the worker and replaying {} requests", self.log.len());
+                self.worker = None;
+                self.replacements += 1;
+                match self.rebuild() {
+                    Ok(()) => Err(BridgeError::WorkerLost { source: lost }),
+                    Err(rebuild) => Err(BridgeError::RebuildFailed { source: lost, rebuild: Box::new(rebuild) }),
+                }
+            }
+        }
+    }
+
+    /// Start a worker and replay the log into it.
+    fn rebuild(&mut self) -> Result<(), CallError> {
+        let mut worker = WorkerProcess::spawn(&self.config)?;
+        for request in &self.log {
+            if let Err(e) = worker.call(request, self.config.call_timeout) {
+                return Err(match e {
+                    CallError::Rejected { reason, .. } => CallError::Protocol(format!("replay diverged: {reason}")),
+                    other => other,
+                });
+            }
+        }
+        self.worker = Some(worker);
+        Ok(())
+    }
+}
+
+fn take_state(response: &mut Value) -> Result<ModelState, BridgeError> {
+    let state = response.get_mut("state").map(Value::take).ok_or_else(|| protocol("response without state".into()))?;
+    serde_json::from_value(state).map_err(|e| protocol(format!("bad model state: {e}")))
+}
+
+fn protocol(message: String) -> BridgeError {
+    BridgeError::Worker(CallError::Protocol(message))
+}

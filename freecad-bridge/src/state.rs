@@ -1,0 +1,199 @@
+//! The model state after a command: the entity table with IDs that commands can name.
+//!
+//! `F12`, `E33`, `V5` map one-to-one onto FreeCAD's sub-element names of the current shape
+//! (`Face12`, `Edge33`, `Vertex5`), so they are valid exactly for the state they came from.
+
+use serde::{Deserialize, Serialize};
+
+use crate::command::{EntityId, EntityKind};
+
+pub type Point3 = [f64; 3];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelState {
+    /// One valid solid (at least one solid and a valid B-rep).
+    pub valid: bool,
+    /// No shape at all yet.
+    pub empty: bool,
+    pub volume: f64,
+    pub area: f64,
+    pub solids: usize,
+    pub bbox: Option<BoundingBox>,
+    pub bodies: Vec<Body>,
+    pub faces: Vec<Face>,
+    pub edges: Vec<Edge>,
+    pub vertices: Vec<Vertex>,
+    /// Sketches, construction planes and solid features in body order.
+    #[serde(default)]
+    pub features: Vec<Feature>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BoundingBox {
+    pub min: Point3,
+    pub max: Point3,
+}
+
+impl BoundingBox {
+    pub fn diagonal(&self) -> f64 {
+        (0..3).map(|i| (self.max[i] - self.min[i]).powi(2)).sum::<f64>().sqrt()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Body {
+    pub id: String,
+    pub faces: Vec<String>,
+    pub solids: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaceKind {
+    Plane,
+    Cylinder,
+    Cone,
+    Sphere,
+    Torus,
+    Bspline,
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Face {
+    pub id: String,
+    pub kind: FaceKind,
+    pub area: f64,
+    pub centroid: Point3,
+    /// Outward normal of a planar face.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normal: Option<Point3>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub axis: Option<Point3>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub center: Option<Point3>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub radius: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minor_radius: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semi_angle: Option<f64>,
+    pub edges: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EdgeKind {
+    Line,
+    Circle,
+    Ellipse,
+    Bspline,
+    Degenerate,
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Edge {
+    pub id: String,
+    pub kind: EdgeKind,
+    pub length: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<Point3>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<Point3>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub midpoint: Option<Point3>,
+    #[serde(default)]
+    pub closed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub center: Option<Point3>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub radius: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub axis: Option<Point3>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<Point3>,
+    pub vertices: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Vertex {
+    pub id: String,
+    pub point: Point3,
+}
+
+/// A document feature: `S1` sketches, `P1` planes, `Pad`, `Pocket001`...
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Feature {
+    pub name: String,
+    /// FreeCAD type, e.g. `Sketcher::SketchObject`, `PartDesign::Pad`.
+    #[serde(rename = "type")]
+    pub type_id: String,
+    /// Placement of a sketch or plane: the local frame its 2D coordinates live in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame: Option<Frame>,
+}
+
+/// A local frame: a sketch point (u, v) lies at `origin + u * x_axis + v * y_axis`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Frame {
+    pub origin: Point3,
+    pub x_axis: Point3,
+    pub y_axis: Point3,
+    pub normal: Point3,
+}
+
+impl Frame {
+    /// The 3D point of local sketch coordinates (u, v).
+    pub fn to_global(&self, u: f64, v: f64) -> Point3 {
+        std::array::from_fn(|i| self.origin[i] + u * self.x_axis[i] + v * self.y_axis[i])
+    }
+}
+
+pub const SKETCH_TYPE: &str = "Sketcher::SketchObject";
+pub const PLANE_TYPE: &str = "PartDesign::Plane";
+
+impl ModelState {
+    /// The state of an empty document.
+    pub fn empty() -> Self {
+        ModelState {
+            valid: false,
+            empty: true,
+            volume: 0.0,
+            area: 0.0,
+            solids: 0,
+            bbox: None,
+            bodies: Vec::new(),
+            faces: Vec::new(),
+            edges: Vec::new(),
+            vertices: Vec::new(),
+            features: Vec::new(),
+        }
+    }
+
+    /// How many entities of a kind exist.
+    pub fn count(&self, kind: EntityKind) -> usize {
+        match kind {
+            EntityKind::Face => self.faces.len(),
+            EntityKind::Edge => self.edges.len(),
+            EntityKind::Vertex => self.vertices.len(),
+        }
+    }
+
+    pub fn face(&self, id: EntityId) -> Option<&Face> {
+        (id.kind == EntityKind::Face).then(|| self.faces.get(id.index - 1)).flatten()
+    }
+
+    pub fn edge(&self, id: EntityId) -> Option<&Edge> {
+        (id.kind == EntityKind::Edge).then(|| self.edges.get(id.index - 1)).flatten()
+    }
+
+    pub fn feature(&self, name: &str) -> Option<&Feature> {
+        self.features.iter().find(|f| f.name == name)
+    }
+
+    /// The names of features of one FreeCAD type.
+    pub fn features_of(&self, type_id: &str) -> impl Iterator<Item = &str> {
+        self.features.iter().filter(move |f| f.type_id == type_id).map(|f| f.name.as_str())
+    }
+}

@@ -1,0 +1,231 @@
+//! The worker process: an embedded CPython running FreeCAD, and the parent's handle on it.
+//!
+//! Why a process: an OpenCascade segfault or hang must not take the run down, and FreeCAD
+//! holds the GIL during kernel work, so parallelism means one interpreter per process.
+//! Parent and worker speak JSON lines: requests on the worker's stdin, responses on a copy
+//! of its original stdout. The worker points its own stdout at stderr before FreeCAD loads,
+//! so nothing FreeCAD prints can corrupt the protocol.
+
+use std::collections::VecDeque;
+use std::ffi::{CString, OsString};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command as Process, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::CallError;
+
+const WORKER_SOURCE: &str = include_str!("../python/v2c_worker.py");
+const READY_PREFIX: &str = "ready ";
+const STDERR_TAIL_LINES: usize = 40;
+
+/// How to start workers and how long to wait for them.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// The executable that runs [`worker_main`] (by default this program with `worker`).
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    /// Limit for one request.
+    pub call_timeout: Duration,
+    /// Limit for starting a worker (interpreter and FreeCAD import).
+    pub startup_timeout: Duration,
+}
+
+impl WorkerConfig {
+    /// Workers run by `program worker`.
+    pub fn new(program: impl Into<PathBuf>) -> Self {
+        WorkerConfig {
+            program: program.into(),
+            args: vec!["worker".into()],
+            call_timeout: Duration::from_secs(120),
+            startup_timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// Workers run by the current executable, which must dispatch `worker` to [`worker_main`].
+    pub fn current_exe() -> std::io::Result<Self> {
+        Ok(Self::new(std::env::current_exe()?))
+    }
+
+    pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+}
+
+/// A running worker process.
+#[derive(Debug)]
+pub struct WorkerProcess {
+    child: Child,
+    stdin: ChildStdin,
+    responses: Receiver<String>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    // Kept so the private FreeCAD home lives exactly as long as the worker.
+    _home: tempfile::TempDir,
+    pub freecad_version: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Reply {
+    Ok(Value),
+    Err { reason: String, entity: Option<String> },
+}
+
+impl WorkerProcess {
+    pub fn spawn(config: &WorkerConfig) -> Result<Self, CallError> {
+        let home = tempfile::Builder::new()
+            .prefix("vision2cad-freecad-")
+            .tempdir()
+            .map_err(|e| CallError::Spawn(format!("cannot create a FreeCAD home directory: {e}")))?;
+        let mut child = Process::new(&config.program)
+            .args(&config.args)
+            // Debian's interpreter and nothing from the user's site: FreeCAD's modules are
+            // built for exactly this Python.
+            .env("PYTHONHOME", "/usr")
+            .env("PYTHONNOUSERSITE", "1")
+            .env_remove("PYTHONPATH")
+            .env("FREECAD_USER_HOME", home.path())
+            .env("HOME", home.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| CallError::Spawn(format!("cannot start worker {}: {e}", config.program.display())))?;
+        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            let _ = child.kill();
+            return Err(CallError::Spawn("worker pipes were not created".into()));
+        };
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        let tail = Arc::clone(&stderr_tail);
+        let pid = child.id();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                tracing::debug!(target: "freecad", pid, "{line}");
+                if let Ok(mut t) = tail.lock() {
+                    if t.len() == STDERR_TAIL_LINES {
+                        t.pop_front();
+                    }
+                    t.push_back(line);
+                }
+            }
+        });
+        let (tx, responses) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut worker = WorkerProcess { child, stdin, responses, stderr_tail, _home: home, freecad_version: String::new() };
+        let ready = worker.receive(config.startup_timeout, "startup")?;
+        match ready.strip_prefix(READY_PREFIX) {
+            Some(version) => worker.freecad_version = version.to_string(),
+            None => {
+                worker.kill();
+                return Err(CallError::Protocol(format!("worker did not start: {ready}")));
+            }
+        }
+        tracing::debug!(pid, version = %worker.freecad_version, "FreeCAD worker ready");
+        Ok(worker)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Send one request and wait for its response.
+    pub fn call(&mut self, request: &Value, timeout: Duration) -> Result<Value, CallError> {
+        let what = request.get("type").and_then(Value::as_str).unwrap_or("request").to_string();
+        let mut line = request.to_string();
+        line.push('\n');
+        if self.stdin.write_all(line.as_bytes()).and_then(|()| self.stdin.flush()).is_err() {
+            return Err(self.crashed(&what));
+        }
+        let response = self.receive(timeout, &what)?;
+        match serde_json::from_str::<Reply>(&response) {
+            Ok(Reply::Ok(v)) => Ok(v),
+            Ok(Reply::Err { reason, entity }) => Err(CallError::Rejected { reason, entity }),
+            Err(e) => Err(CallError::Protocol(format!("bad response to {what}: {e}"))),
+        }
+    }
+
+    fn receive(&mut self, timeout: Duration, what: &str) -> Result<String, CallError> {
+        match self.responses.recv_timeout(timeout) {
+            Ok(line) => Ok(line),
+            Err(RecvTimeoutError::Timeout) => {
+                self.kill();
+                Err(CallError::Timeout { during: what.to_string(), seconds: timeout.as_secs_f64() })
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(self.crashed(what)),
+        }
+    }
+
+    fn crashed(&mut self, what: &str) -> CallError {
+        // The pipe closed: reap the process for its exit status.
+        let status = self.child.wait().map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+        // Give the stderr reader a moment to drain what the process printed last.
+        std::thread::sleep(Duration::from_millis(50));
+        let tail = self.stderr_tail.lock().map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n")).unwrap_or_default();
+        CallError::Crashed { during: what.to_string(), status, stderr_tail: tail }
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The worker's main loop; call it from the binary's hidden `worker` subcommand. Returns
+/// when the parent closes stdin.
+pub fn worker_main() -> Result<(), String> {
+    use pyo3::prelude::*;
+    use std::os::fd::AsFd;
+
+    // Keep the protocol on a private copy of stdout and send everything else to stderr.
+    let protocol_fd = std::io::stdout().as_fd().try_clone_to_owned().map_err(|e| format!("cannot duplicate stdout: {e}"))?;
+    rustix::stdio::dup2_stdout(std::io::stderr()).map_err(|e| format!("cannot redirect stdout: {e}"))?;
+    let mut protocol = std::io::BufWriter::new(std::fs::File::from(protocol_fd));
+
+    let home = std::env::var("FREECAD_USER_HOME").unwrap_or_default();
+    let source = CString::new(WORKER_SOURCE).map_err(|e| e.to_string())?;
+    let handler = Python::attach(|py| -> PyResult<(Py<PyAny>, String)> {
+        let module = PyModule::from_code(py, &source, c"v2c_worker.py", c"v2c_worker")?;
+        let version: String = module.getattr("init")?.call1((home,))?.extract()?;
+        Ok((module.getattr("handle")?.unbind(), version))
+    });
+    let (handle, version) = match handler {
+        Ok(h) => h,
+        Err(e) => {
+            let message = format!("FreeCAD failed to load: {e}");
+            let _ = writeln!(protocol, "{message}").and_then(|()| protocol.flush());
+            return Err(message);
+        }
+    };
+    writeln!(protocol, "{READY_PREFIX}{version}").and_then(|()| protocol.flush()).map_err(|e| e.to_string())?;
+
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let line = line.map_err(|e| e.to_string())?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let response = Python::attach(|py| -> PyResult<String> { handle.bind(py).call1((line,))?.extract() })
+            .unwrap_or_else(|e| serde_json::json!({"err": {"reason": format!("worker: {e}"), "entity": null}}).to_string());
+        writeln!(protocol, "{response}").and_then(|()| protocol.flush()).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
