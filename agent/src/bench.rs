@@ -85,7 +85,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     for &w in &args.workers {
         let pool = WorkerPool::new(args.worker.config()?, w);
         let started = Instant::now();
-        let results = pool.map(&batch, |s, p| s.execute_program(p).map_err(|e| e.source), || {});
+        let results = pool.map(&batch, |s, p| s.execute_program(p).map_err(|e| e.error), || {});
         let seconds = started.elapsed().as_secs_f64();
         let failed = results.iter().filter(|r| r.is_err()).count();
         anyhow::ensure!(failed == 0, "{failed} programs failed in the batch with {w} workers");

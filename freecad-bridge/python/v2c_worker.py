@@ -53,10 +53,15 @@ class Model:
         self.doc = FreeCAD.newDocument("vision2cad")
         self.body = self.doc.addObject("PartDesign::Body", "Body")
         self.imported = None  # a Part::Feature holding a loaded STEP, or a loaded body's shape
+        self.referenced = None  # while a command runs: the feature its entity IDs refer to
         self.doc.recompute()
 
-    # The feature whose shape is "the model": sub-element names (Face3) refer to it.
+    # The feature whose shape is "the model": sub-element names (Face3) refer to it. While
+    # a command runs, the new feature becomes the body's tip before it has a shape, so IDs
+    # keep referring to the shape the command was written against.
     def shape_owner(self):
+        if self.referenced is not None:
+            return self.referenced
         if self.imported is not None:
             return self.imported
         tip = self.body.Tip if self.body is not None else None
@@ -72,9 +77,14 @@ class Model:
 MODEL = None
 
 
+def _clean(x):
+    # Round-off dust (1e-32) and -0.0 would make equal directions print differently.
+    x = float(x)
+    return 0.0 if abs(x) < 1e-12 else x
+
+
 def _vec(v):
-    # + 0.0 turns -0.0 into 0.0 so that equal directions print equally
-    return [float(v.x) + 0.0, float(v.y) + 0.0, float(v.z) + 0.0]
+    return [_clean(v.x), _clean(v.y), _clean(v.z)]
 
 
 # ---------------------------------------------------------------------------- entity table
@@ -540,6 +550,7 @@ def execute(cmd):
     before = set(o.Name for o in doc.Objects)
     old_tip = body.Tip
     volume_before = MODEL.shape().Volume if MODEL.shape() is not None else 0.0
+    MODEL.referenced = MODEL.shape_owner()
     try:
         if op == "sketch":
             result = add_sketch(cmd)
@@ -560,6 +571,8 @@ def execute(cmd):
     except Exception:
         _rollback(before, old_tip)
         raise
+    finally:
+        MODEL.referenced = None
 
 
 def _rollback(before, old_tip):

@@ -58,12 +58,12 @@ impl Tessellation {
 
 /// A program stopped at a failing command.
 #[derive(Debug, thiserror::Error)]
-#[error("step {index} ({op}): {source}")]
+#[error("step {index} ({op}): {error}")]
 pub struct StepError {
     /// 0-based index of the failing command.
     pub index: usize,
     pub op: String,
-    pub source: BridgeError,
+    pub error: BridgeError,
 }
 
 /// One FreeCAD document driven command by command.
@@ -121,7 +121,7 @@ impl Session {
     /// holds every command before it.
     pub fn execute_program(&mut self, program: &Program) -> Result<(), StepError> {
         for (index, command) in program.commands.iter().enumerate() {
-            self.execute(command).map_err(|source| StepError { index, op: command.op().into(), source })?;
+            self.execute(command).map_err(|error| StepError { index, op: command.op().into(), error })?;
         }
         Ok(())
     }
