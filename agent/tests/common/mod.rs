@@ -1,0 +1,43 @@
+//! Shared helpers for tests that drive a real FreeCAD through the vision2cad binary.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use freecad_bridge::{Program, Session, WorkerConfig, parse_program};
+
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_vision2cad")
+}
+
+pub fn config() -> WorkerConfig {
+    WorkerConfig::new(binary()).with_call_timeout(Duration::from_secs(120))
+}
+
+pub fn session() -> Session {
+    Session::new(config()).expect("FreeCAD worker starts (run scripts/setup.sh first)")
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}
+
+pub fn example_path(name: &str) -> PathBuf {
+    repo_root().join("assets/programs").join(format!("{name}.json"))
+}
+
+pub fn example(name: &str) -> Program {
+    let path = example_path(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    parse_program(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+pub fn program(json: &str) -> Program {
+    parse_program(json).unwrap_or_else(|e| panic!("test program does not parse: {e}"))
+}
+
+/// Relative closeness for volumes computed by the kernel.
+pub fn assert_close(actual: f64, expected: f64, what: &str) {
+    let tolerance = 1e-7 * expected.abs().max(1.0);
+    assert!((actual - expected).abs() <= tolerance, "{what}: got {actual}, expected {expected}");
+}

@@ -1,0 +1,133 @@
+//! Every example program executed in FreeCAD, checked against volumes and face counts
+//! worked out by hand, before and after every extrusion depth is multiplied by 1.1.
+
+mod common;
+
+use std::f64::consts::PI;
+
+use common::{assert_close, example, session};
+
+struct Expected {
+    name: &'static str,
+    volume: f64,
+    faces: usize,
+    /// After every Pad/Pocket length x 1.1 (equal to `volume` when there is none).
+    volume_edited: f64,
+}
+
+fn expectations() -> Vec<Expected> {
+    vec![
+        // 20 x 10 x 5 block.
+        Expected { name: "box", volume: 1000.0, faces: 6, volume_edited: 1100.0 },
+        // Four vertical edges rounded: each removes (r^2 - pi r^2 / 4) x height.
+        Expected { name: "fillet_box", volume: 1000.0 - 4.0 * (4.0 - PI) * 5.0, faces: 10, volume_edited: 1100.0 - 4.0 * (4.0 - PI) * 5.5 },
+        // Top slab (1 mm) becomes a prismatoid 20x10 -> 18x8: V = h/6 (A1 + 4 Am + A2).
+        Expected { name: "chamfer_box", volume: 800.0 + (200.0 + 4.0 * 19.0 * 9.0 + 144.0) / 6.0, faces: 10, volume_edited: 900.0 + (200.0 + 4.0 * 19.0 * 9.0 + 144.0) / 6.0 },
+        // Plate 40x30x5, two r=4 through holes, counterbore r=6 depth 2.
+        Expected { name: "plate_counterbore", volume: 6000.0 - 16.0 * PI * 5.0 * 2.0 - 20.0 * PI * 2.0, faces: 10, volume_edited: 6600.0 - 16.0 * PI * 5.5 * 2.0 - 20.0 * PI * 2.2 },
+        // r=5 cylinder, 4 + 6 long.
+        Expected { name: "two_sided_cylinder", volume: 25.0 * PI * 10.0, faces: 3, volume_edited: 25.0 * PI * 11.0 },
+        // Slot: 20 x 10 rectangle plus a full r=5 disc, 6 thick.
+        Expected { name: "symmetric_slot", volume: (200.0 + 25.0 * PI) * 6.0, faces: 6, volume_edited: (200.0 + 25.0 * PI) * 6.6 },
+        // 10x10x8 minus a 4x4x3 pocket.
+        Expected { name: "reversed_block", volume: 800.0 - 48.0, faces: 11, volume_edited: 880.0 - 52.8 },
+        // Annulus r 5..20 x 4 plus annulus r 5..8 x 10.
+        Expected { name: "flange_revolve", volume: PI * (375.0 * 4.0 + 39.0 * 10.0), faces: 6, volume_edited: PI * (375.0 * 4.0 + 39.0 * 10.0) },
+        // r=10 x 40 shaft minus the ring r 8..10 x 5.
+        Expected { name: "shaft_groove", volume: PI * (100.0 * 40.0 - 36.0 * 5.0), faces: 7, volume_edited: PI * (100.0 * 44.0 - 36.0 * 5.0) },
+        // 10^3 block plus a quarter cylinder r=4, 10 long.
+        Expected { name: "hinge_revolve_edge", volume: 1000.0 + PI * 16.0 * 10.0 / 4.0, faces: 10, volume_edited: 1100.0 + PI * 16.0 * 10.0 / 4.0 },
+        // Pappus: r=2 disc along 20 + a quarter of a circle of radius 10.
+        Expected { name: "pipe_sweep", volume: 4.0 * PI * (20.0 + 5.0 * PI), faces: 4, volume_edited: 4.0 * PI * (20.0 + 5.0 * PI) },
+        // Block minus a quarter cylinder r=1 along the 20 mm edge.
+        Expected { name: "edge_sweep_groove", volume: 1000.0 - PI * 20.0 / 4.0, faces: 7, volume_edited: 1100.0 - PI * 20.0 / 4.0 },
+        // Frustum h/3 (A1 + A2 + sqrt(A1 A2)).
+        Expected { name: "loft_frustum", volume: 10.0 / 3.0 * (400.0 + 100.0 + 200.0), faces: 6, volume_edited: 10.0 / 3.0 * 700.0 },
+        // A 10 x 10 x 4 prism, whatever the plane's inclination.
+        Expected { name: "inclined_prism", volume: 400.0, faces: 6, volume_edited: 440.0 },
+        // 20x10x10 block minus a half cylinder r=3 through its 10 mm depth; the notch
+        // follows the top edge, so it stays a half cylinder after the edit.
+        Expected { name: "notch_projected_edge", volume: 2000.0 - 4.5 * PI * 10.0, faces: 8, volume_edited: 2200.0 - 4.5 * PI * 10.0 },
+    ]
+}
+
+#[test]
+fn every_example_program_is_covered() {
+    let mut files: Vec<String> = std::fs::read_dir(common::repo_root().join("assets/programs"))
+        .expect("assets/programs")
+        .filter_map(|e| e.ok()?.path().file_stem()?.to_str().map(String::from))
+        .collect();
+    files.sort();
+    let mut covered: Vec<String> = expectations().iter().map(|e| e.name.to_string()).collect();
+    covered.sort();
+    assert_eq!(files, covered, "every example needs hand-computed expectations");
+    let ops: std::collections::BTreeSet<&str> =
+        expectations().iter().flat_map(|e| example(e.name).commands).map(|c| c.op()).collect();
+    for op in ["sketch", "extrude", "revolve", "sweep", "loft", "fillet", "chamfer", "plane", "end"] {
+        assert!(ops.contains(op), "no example uses {op}");
+    }
+}
+
+#[test]
+fn examples_build_the_expected_solids_and_survive_the_depth_edit() {
+    let mut s = session();
+    for e in expectations() {
+        s.reset().expect("reset");
+        s.execute_program(&example(e.name)).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+        let state = s.state().clone();
+        assert!(state.valid, "{} is not a valid solid", e.name);
+        assert_eq!(state.solids, 1, "{}", e.name);
+        assert_close(state.volume, e.volume, &format!("{} volume", e.name));
+        assert_eq!(state.faces.len(), e.faces, "{} face count", e.name);
+
+        let params = s.parameters().expect("parameters");
+        let edited = s.scale_extrusions(1.1).unwrap_or_else(|err| panic!("{} edit: {err}", e.name)).clone();
+        assert_close(edited.volume, e.volume_edited, &format!("{} volume after x1.1", e.name));
+        assert_eq!(edited.faces.len(), e.faces, "{} face count after x1.1", e.name);
+        for (before, after) in params.iter().zip(s.parameters().expect("parameters")) {
+            assert_close(after.value, before.value * 1.1, &after.name);
+        }
+    }
+}
+
+#[test]
+fn a_sketch_on_an_inclined_plane_lies_in_that_plane() {
+    let mut s = session();
+    s.execute_program(&example("inclined_prism")).expect("inclined prism");
+    let frame = s.state().feature("S1").and_then(|f| f.frame.clone()).expect("sketch frame");
+    let (sin, cos) = 30f64.to_radians().sin_cos();
+    let expected_normal = [0.0, -sin, cos];
+    for i in 0..3 {
+        assert!((frame.normal[i] - expected_normal[i]).abs() < 1e-9, "normal {:?}", frame.normal);
+    }
+    // The rectangle spans v in [0, 10] in the plane and is padded 4 along its normal.
+    let bbox = s.state().bbox.clone().expect("bbox");
+    assert_close(bbox.max[2], 10.0 * sin + 4.0 * cos, "top of the prism");
+    assert_close(bbox.min[2] + 1.0, 1.0, "bottom of the prism");
+    assert_close(bbox.max[0] - bbox.min[0], 10.0, "width along x");
+}
+
+#[test]
+fn a_plane_inclined_about_an_edge_turns_about_that_edge() {
+    let mut s = session();
+    let p = common::program(
+        r#"{"commands": [
+        {"op": "sketch", "name": "S1", "on": "XY", "primitives": [
+            {"type": "line", "start": [0, 0], "end": [20, 0]}, {"type": "line", "start": [20, 0], "end": [20, 10]},
+            {"type": "line", "start": [20, 10], "end": [0, 10]}, {"type": "line", "start": [0, 10], "end": [0, 0]}]},
+        {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": 5}},
+        {"op": "plane", "name": "P1", "on": "F6", "rotation": {"axis": "E10", "angle": 45}}
+    ]}"#,
+    );
+    s.execute_program(&p).expect("plane about an edge");
+    let frame = s.state().feature("P1").and_then(|f| f.frame.clone()).expect("plane frame");
+    // E10 runs along x at y = 10 on the top face: the plane contains it and is tilted 45
+    // degrees, so its normal has no x part and equal |y| and |z| parts.
+    assert!(frame.normal[0].abs() < 1e-9, "{:?}", frame.normal);
+    assert!((frame.normal[1].abs() - frame.normal[2].abs()).abs() < 1e-9, "{:?}", frame.normal);
+    let o = frame.origin;
+    let offset_from_edge = [o[1] - 10.0, o[2] - 5.0];
+    // The edge line (y = 10, z = 5) lies in the plane.
+    let along_normal = offset_from_edge[0] * frame.normal[1] + offset_from_edge[1] * frame.normal[2];
+    assert!(along_normal.abs() < 1e-9, "edge is {along_normal} off the plane");
+}
