@@ -351,7 +351,7 @@ def add_sketch(cmd):
         try:
             sk.addConstraint(Sketcher.Constraint(c["kind"], *args))
         except Exception as exc:  # Sketcher raises plain exceptions for bad tuples
-            raise CommandFailed("constraint %s %s refused: %s" % (c["kind"], c.get("label", ""), exc))
+            raise CommandFailed("constraint %s %s refused: %s" % (c["kind"], c.get("label", ""), exception_text(exc)))
     MODEL.doc.recompute()
     status = sk.solve()
     if status != 0 or "Invalid" in sk.State:
@@ -568,11 +568,35 @@ def execute(cmd):
             _check_solid(feat, op, mode, volume_before)
             result = {"feature": feat.Name}
         return result
-    except Exception:
+    except CommandFailed as exc:
         _rollback(before, old_tip)
+        if exc.entity is None:
+            exc.entity = _subject(cmd)
+        if op in ("fillet", "chamfer") and "too large" not in exc.reason:
+            exc.reason += " (the %s may be too large for the faces next to these edges)" % ("radius" if op == "fillet" else "size")
         raise
+    except Exception as exc:
+        _rollback(before, old_tip)
+        raise CommandFailed("FreeCAD: %s" % exception_text(exc), _subject(cmd))
     finally:
         MODEL.referenced = None
+
+
+def _subject(cmd):
+    """What a failure of this command is about, for the error message."""
+    if cmd["op"] in ("fillet", "chamfer"):
+        return ", ".join(cmd["edges"])
+    if cmd["op"] == "loft":
+        return ", ".join(cmd["profiles"])
+    return cmd.get("profile") or cmd.get("name")
+
+
+def exception_text(exc):
+    """FreeCAD raises exceptions whose argument is a dict with the message inside."""
+    arg = exc.args[0] if exc.args else None
+    if isinstance(arg, dict):
+        return arg.get("sErrMsg") or arg.get("swhat") or str(arg)
+    return str(exc) or type(exc).__name__
 
 
 def _rollback(before, old_tip):
@@ -645,7 +669,7 @@ def load(path):
         try:
             shape.read(path)
         except Exception as exc:
-            raise CommandFailed("cannot read STEP file %s: %s" % (path, exc), path)
+            raise CommandFailed("cannot read STEP file %s: %s" % (path, exception_text(exc)), path)
         if shape.isNull() or not shape.Faces:
             raise CommandFailed("STEP file %s holds no geometry" % path, path)
         if len(shape.Solids) == 1:
@@ -658,7 +682,7 @@ def load(path):
         try:
             doc = FreeCAD.openDocument(path)
         except Exception as exc:
-            raise CommandFailed("cannot open FreeCAD document %s: %s" % (path, exc), path)
+            raise CommandFailed("cannot open FreeCAD document %s: %s" % (path, exception_text(exc)), path)
         if MODEL.doc is not None:
             FreeCAD.closeDocument(MODEL.doc.Name)
         MODEL.doc = doc
@@ -765,6 +789,5 @@ def handle(line):
     except CommandFailed as exc:
         return json.dumps({"err": {"reason": exc.reason, "entity": exc.entity}})
     except Exception as exc:  # FreeCAD raises Base.FreeCADError, RuntimeError, ...
-        detail = str(exc) or type(exc).__name__
         traceback.print_exc(file=sys.stderr)
-        return json.dumps({"err": {"reason": "FreeCAD: %s" % detail, "entity": None}})
+        return json.dumps({"err": {"reason": "FreeCAD: %s" % exception_text(exc), "entity": None}})

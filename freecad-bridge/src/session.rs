@@ -92,6 +92,15 @@ impl Session {
         &self.state
     }
 
+    /// Ask FreeCAD for the entity table afresh (the session's copy is normally current; this
+    /// is how to check that).
+    pub fn query_state(&mut self) -> Result<ModelState, BridgeError> {
+        match self.call(json!({"type": "state"}), false)? {
+            Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad model state: {e}"))),
+            Err((reason, entity)) => Err(BridgeError::Worker(CallError::Rejected { reason, entity })),
+        }
+    }
+
     /// Process ID of the current worker (for diagnostics and tests).
     pub fn worker_pid(&self) -> Option<u32> {
         self.worker.as_ref().map(WorkerProcess::pid)
