@@ -131,3 +131,35 @@ fn a_plane_inclined_about_an_edge_turns_about_that_edge() {
     let along_normal = offset_from_edge[0] * frame.normal[1] + offset_from_edge[1] * frame.normal[2];
     assert!(along_normal.abs() < 1e-9, "edge is {along_normal} off the plane");
 }
+
+#[test]
+fn a_sketch_tied_to_a_projected_edge_follows_it_after_the_depth_edit() {
+    // The notch's centre is tied to the projected top edge E4. A copy without the tie
+    // keeps its centre at z = 10 and, after the block grows to 11, cuts a shallow segment
+    // instead of a half cylinder.
+    let tied = example("notch_projected_edge");
+    let mut untied = tied.clone();
+    let freecad_bridge::Command::Sketch(sketch) = &mut untied.commands[2] else { panic!("the third command is the notch sketch") };
+    sketch.constraints.clear();
+    if let freecad_bridge::command::Primitive::Circle { center, .. } = &mut sketch.primitives[0] {
+        *center = [10.0, 10.0];
+    }
+
+    let mut s = session();
+    let half_notch = 4.5 * PI * 10.0;
+    s.execute_program(&tied).expect("tied");
+    s.scale_extrusions(1.1).expect("edit");
+    assert_close(s.state().volume, 2200.0 - half_notch, "tied notch stays a half cylinder");
+    let top = s.state().bbox.clone().expect("bbox").max[2];
+    assert_close(top, 11.0, "block height");
+
+    s.reset().expect("reset");
+    s.execute_program(&untied).expect("untied");
+    assert_close(s.state().volume, 2000.0 - half_notch, "same part before the edit");
+    s.scale_extrusions(1.1).expect("edit");
+    // A circle r = 3 whose centre is 1 below the top: the part of it below the top.
+    let (r, d) = (3.0f64, 1.0f64);
+    let segment_above = r * r * (d / r).acos() - d * (r * r - d * d).sqrt();
+    let cut_area = PI * r * r - segment_above;
+    assert_close(s.state().volume, 2200.0 - cut_area * 10.0, "untied notch stays behind");
+}

@@ -1,0 +1,144 @@
+//! The command line as a user meets it: files written, files reopened, errors and exit codes.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::{assert_close, binary, example_path, repo_root};
+use serde_json::Value;
+
+fn run(args: &[&str]) -> Output {
+    Command::new(binary()).args(args).env_remove("VISION2CAD_LOG").output().expect("vision2cad runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn inspect(path: &Path) -> Value {
+    let o = run(&["inspect", path.to_str().expect("utf-8 path")]);
+    assert!(o.status.success(), "inspect {}: {}", path.display(), stderr(&o));
+    serde_json::from_slice(&o.stdout).expect("inspect prints JSON")
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("file exists")).expect("JSON")
+}
+
+#[test]
+fn exec_writes_a_document_a_step_and_the_entity_table_that_reopen_identically() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let o = run(&["exec", example_path("plate_counterbore").to_str().expect("path"), "--out", out.path().to_str().expect("path")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let names: Vec<String> = std::fs::read_dir(out.path()).expect("out").map(|e| e.expect("entry").file_name().to_string_lossy().into()).collect();
+    let mut names = names;
+    names.sort();
+    assert_eq!(names, ["model.FCStd", "model.step", "state.json"], "exactly the outputs, no partial files");
+
+    let state = read_json(&out.path().join("state.json"));
+    assert_eq!(state["valid"], true);
+    let volume = state["volume"].as_f64().expect("volume");
+    assert_close(volume, 6000.0 - 200.0 * std::f64::consts::PI, "state.json volume");
+    assert!(state["bbox"]["min"].is_array() && state["bbox"]["max"].is_array());
+    for (list, prefix) in [("faces", "F"), ("edges", "E"), ("vertices", "V")] {
+        let items = state[list].as_array().expect(list);
+        assert!(!items.is_empty(), "{list}");
+        for (i, item) in items.iter().enumerate() {
+            assert_eq!(item["id"], format!("{prefix}{}", i + 1), "{list} IDs are 1-based and in order");
+            if list != "vertices" {
+                assert!(item["kind"].is_string(), "{list} entries have a kind");
+            }
+        }
+    }
+
+    // FreeCAD's own document and the STEP export both reopen as the same solid.
+    let from_fcstd = inspect(&out.path().join("model.FCStd"));
+    assert_eq!(from_fcstd["faces"], state["faces"], "the FCStd holds the same entities");
+    let from_step = inspect(&out.path().join("model.step"));
+    assert_close(from_step["volume"].as_f64().expect("volume"), volume, "STEP volume");
+    assert_eq!(from_step["faces"].as_array().map(Vec::len), state["faces"].as_array().map(Vec::len));
+}
+
+#[test]
+fn scale_extrusions_edits_every_depth_before_writing() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let o = run(&[
+        "exec",
+        example_path("two_sided_cylinder").to_str().expect("path"),
+        "--out",
+        out.path().to_str().expect("path"),
+        "--scale-extrusions",
+        "1.1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let state = read_json(&out.path().join("state.json"));
+    assert_close(state["volume"].as_f64().expect("volume"), 25.0 * std::f64::consts::PI * 11.0, "edited volume");
+    assert_close(state["bbox"]["min"][2].as_f64().expect("zmin"), -6.6, "second side scaled");
+    assert_close(state["bbox"]["max"][2].as_f64().expect("zmax"), 4.4, "first side scaled");
+    let reopened = inspect(&out.path().join("model.FCStd"));
+    assert_close(reopened["volume"].as_f64().expect("volume"), 25.0 * std::f64::consts::PI * 11.0, "the saved document is edited");
+}
+
+#[test]
+fn a_failing_command_names_its_step_and_keeps_the_good_part() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let program = dir.path().join("bad_fillet.json");
+    let mut json: Value = read_json(&example_path("box"));
+    json["commands"][2] = serde_json::json!({"op": "fillet", "edges": ["E1", "E2"], "radius": 50});
+    std::fs::write(&program, json.to_string()).expect("write");
+    let out = dir.path().join("out");
+    let o = run(&["exec", program.to_str().expect("path"), "--out", out.to_str().expect("path")]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("step 2 (fillet)") && err.contains("E1, E2"), "{err}");
+    let state = read_json(&out.join("state.json"));
+    assert_close(state["volume"].as_f64().expect("volume"), 1000.0, "the block before the fillet");
+    assert!(out.join("model.FCStd").is_file() && out.join("model.step").is_file());
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_exit_code() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    std::fs::write(p("truncated.json"), r#"{"commands": ["#).expect("write");
+    std::fs::write(p("schema.json"), r#"{"commands": [{"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side"}}]}"#)
+        .expect("write");
+    std::fs::write(p("unknown_op.json"), r#"{"commands": [{"op": "bend"}]}"#).expect("write");
+    std::fs::write(p("garbage.step"), "ISO-10303-21; this is not a STEP file").expect("write");
+    // Something a user wrote before: a failing run must leave it alone.
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).expect("mkdir");
+    std::fs::write(out.join("model.FCStd"), "earlier result").expect("write");
+
+    let cases: [(&[&str], &str); 5] = [
+        (&["exec", &p("missing.json"), "--out", &p("out")], "missing.json"),
+        (&["exec", &p("truncated.json"), "--out", &p("out")], "truncated.json is not a valid program"),
+        (&["exec", &p("schema.json"), "--out", &p("out")], "commands[0]"),
+        (&["exec", &p("unknown_op.json"), "--out", &p("out")], "unknown variant `bend`"),
+        (&["inspect", &p("garbage.step")], "garbage.step"),
+    ];
+    for (args, needle) in cases {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains(needle), "{args:?}: '{err}' lacks '{needle}'");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert_eq!(std::fs::read_to_string(out.join("model.FCStd")).expect("kept"), "earlier result");
+
+    assert_eq!(run(&["exec"]).status.code(), Some(2), "usage error");
+    assert_eq!(run(&["exec", &p("x.json"), "--out", &p("o"), "--scale-extrusions", "lots"]).status.code(), Some(2));
+    let o = run(&["inspect", &p("missing.step")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("missing.step"), "{}", stderr(&o));
+}
+
+#[test]
+fn the_committed_schema_is_the_one_the_binary_prints() {
+    let o = run(&["schema"]);
+    assert!(o.status.success());
+    let printed: Value = serde_json::from_slice(&o.stdout).expect("schema JSON");
+    let committed = read_json(&repo_root().join("assets/schema/program.schema.json"));
+    assert_eq!(printed, committed, "regenerate with: vision2cad schema > assets/schema/program.schema.json");
+}
