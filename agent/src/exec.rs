@@ -44,15 +44,18 @@ pub fn run(args: &ExecArgs) -> Result<ExitCode> {
         anyhow::ensure!(f.is_finite() && f > 0.0, "--scale-extrusions must be a positive number, got {f}");
     }
     let program = read_program(&args.program)?;
-    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create output directory {}", args.out.display()))?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create output directory {}", args.out.display()))?;
     let mut session = args.worker.session()?;
     let mut failure = session.execute_program(&program).err().map(anyhow::Error::from);
-    if failure.is_none() {
-        if let Some(factor) = args.scale_extrusions {
-            if let Err(e) = session.scale_extrusions(factor) {
-                failure = Some(anyhow::Error::from(e).context(format!("scaling extrusions by {factor} failed; writing the unscaled model")));
-            }
-        }
+    if failure.is_none()
+        && let Some(factor) = args.scale_extrusions
+        && let Err(e) = session.scale_extrusions(factor)
+    {
+        failure = Some(
+            anyhow::Error::from(e)
+                .context(format!("scaling extrusions by {factor} failed; writing the unscaled model")),
+        );
     }
     write_outputs(&mut session, &args.out)?;
     let state = session.state();
@@ -66,7 +69,9 @@ pub fn run(args: &ExecArgs) -> Result<ExitCode> {
     );
     match failure {
         None => Ok(ExitCode::SUCCESS),
-        Some(e) => bail!(e.context(format!("{} failed (the document up to the last good step was written)", args.program.display()))),
+        Some(e) => bail!(
+            e.context(format!("{} failed (the document up to the last good step was written)", args.program.display()))
+        ),
     }
 }
 

@@ -56,7 +56,10 @@ pub struct WorkerArgs {
 
 impl WorkerArgs {
     pub fn config(&self) -> Result<WorkerConfig> {
-        anyhow::ensure!(self.timeout.is_finite() && self.timeout > 0.0, "--timeout must be a positive number of seconds");
+        anyhow::ensure!(
+            self.timeout.is_finite() && self.timeout > 0.0,
+            "--timeout must be a positive number of seconds"
+        );
         Ok(WorkerConfig::current_exe()
             .context("cannot locate the vision2cad executable to start workers")?
             .with_call_timeout(Duration::from_secs_f64(self.timeout)))

@@ -29,9 +29,17 @@ fn read_json(path: &Path) -> Value {
 #[test]
 fn exec_writes_a_document_a_step_and_the_entity_table_that_reopen_identically() {
     let out = tempfile::tempdir().expect("tempdir");
-    let o = run(&["exec", example_path("plate_counterbore").to_str().expect("path"), "--out", out.path().to_str().expect("path")]);
+    let o = run(&[
+        "exec",
+        example_path("plate_counterbore").to_str().expect("path"),
+        "--out",
+        out.path().to_str().expect("path"),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let names: Vec<String> = std::fs::read_dir(out.path()).expect("out").map(|e| e.expect("entry").file_name().to_string_lossy().into()).collect();
+    let names: Vec<String> = std::fs::read_dir(out.path())
+        .expect("out")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into())
+        .collect();
     let mut names = names;
     names.sort();
     assert_eq!(names, ["model.FCStd", "model.step", "state.json"], "exactly the outputs, no partial files");
@@ -77,7 +85,11 @@ fn scale_extrusions_edits_every_depth_before_writing() {
     assert_close(state["bbox"]["min"][2].as_f64().expect("zmin"), -6.6, "second side scaled");
     assert_close(state["bbox"]["max"][2].as_f64().expect("zmax"), 4.4, "first side scaled");
     let reopened = inspect(&out.path().join("model.FCStd"));
-    assert_close(reopened["volume"].as_f64().expect("volume"), 25.0 * std::f64::consts::PI * 11.0, "the saved document is edited");
+    assert_close(
+        reopened["volume"].as_f64().expect("volume"),
+        25.0 * std::f64::consts::PI * 11.0,
+        "the saved document is edited",
+    );
 }
 
 #[test]
@@ -102,8 +114,11 @@ fn bad_input_gets_a_clear_error_and_exit_code() {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
     std::fs::write(p("truncated.json"), r#"{"commands": ["#).expect("write");
-    std::fs::write(p("schema.json"), r#"{"commands": [{"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side"}}]}"#)
-        .expect("write");
+    std::fs::write(
+        p("schema.json"),
+        r#"{"commands": [{"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side"}}]}"#,
+    )
+    .expect("write");
     std::fs::write(p("unknown_op.json"), r#"{"commands": [{"op": "bend"}]}"#).expect("write");
     std::fs::write(p("garbage.step"), "ISO-10303-21; this is not a STEP file").expect("write");
     // Something a user wrote before: a failing run must leave it alone.

@@ -20,34 +20,89 @@ fn expectations() -> Vec<Expected> {
         // 20 x 10 x 5 block.
         Expected { name: "box", volume: 1000.0, faces: 6, volume_edited: 1100.0 },
         // Four vertical edges rounded: each removes (r^2 - pi r^2 / 4) x height.
-        Expected { name: "fillet_box", volume: 1000.0 - 4.0 * (4.0 - PI) * 5.0, faces: 10, volume_edited: 1100.0 - 4.0 * (4.0 - PI) * 5.5 },
+        Expected {
+            name: "fillet_box",
+            volume: 1000.0 - 4.0 * (4.0 - PI) * 5.0,
+            faces: 10,
+            volume_edited: 1100.0 - 4.0 * (4.0 - PI) * 5.5,
+        },
         // Top slab (1 mm) becomes a prismatoid 20x10 -> 18x8: V = h/6 (A1 + 4 Am + A2).
-        Expected { name: "chamfer_box", volume: 800.0 + (200.0 + 4.0 * 19.0 * 9.0 + 144.0) / 6.0, faces: 10, volume_edited: 900.0 + (200.0 + 4.0 * 19.0 * 9.0 + 144.0) / 6.0 },
+        Expected {
+            name: "chamfer_box",
+            volume: 800.0 + (200.0 + 4.0 * 19.0 * 9.0 + 144.0) / 6.0,
+            faces: 10,
+            volume_edited: 900.0 + (200.0 + 4.0 * 19.0 * 9.0 + 144.0) / 6.0,
+        },
         // Plate 40x30x5, two r=4 through holes, counterbore r=6 depth 2.
-        Expected { name: "plate_counterbore", volume: 6000.0 - 16.0 * PI * 5.0 * 2.0 - 20.0 * PI * 2.0, faces: 10, volume_edited: 6600.0 - 16.0 * PI * 5.5 * 2.0 - 20.0 * PI * 2.2 },
+        Expected {
+            name: "plate_counterbore",
+            volume: 6000.0 - 16.0 * PI * 5.0 * 2.0 - 20.0 * PI * 2.0,
+            faces: 10,
+            volume_edited: 6600.0 - 16.0 * PI * 5.5 * 2.0 - 20.0 * PI * 2.2,
+        },
         // r=5 cylinder, 4 + 6 long.
         Expected { name: "two_sided_cylinder", volume: 25.0 * PI * 10.0, faces: 3, volume_edited: 25.0 * PI * 11.0 },
         // Slot: 20 x 10 rectangle plus a full r=5 disc, 6 thick.
-        Expected { name: "symmetric_slot", volume: (200.0 + 25.0 * PI) * 6.0, faces: 6, volume_edited: (200.0 + 25.0 * PI) * 6.6 },
+        Expected {
+            name: "symmetric_slot",
+            volume: (200.0 + 25.0 * PI) * 6.0,
+            faces: 6,
+            volume_edited: (200.0 + 25.0 * PI) * 6.6,
+        },
         // 10x10x8 minus a 4x4x3 pocket.
         Expected { name: "reversed_block", volume: 800.0 - 48.0, faces: 11, volume_edited: 880.0 - 52.8 },
         // Annulus r 5..20 x 4 plus annulus r 5..8 x 10.
-        Expected { name: "flange_revolve", volume: PI * (375.0 * 4.0 + 39.0 * 10.0), faces: 6, volume_edited: PI * (375.0 * 4.0 + 39.0 * 10.0) },
+        Expected {
+            name: "flange_revolve",
+            volume: PI * (375.0 * 4.0 + 39.0 * 10.0),
+            faces: 6,
+            volume_edited: PI * (375.0 * 4.0 + 39.0 * 10.0),
+        },
         // r=10 x 40 shaft minus the ring r 8..10 x 5.
-        Expected { name: "shaft_groove", volume: PI * (100.0 * 40.0 - 36.0 * 5.0), faces: 7, volume_edited: PI * (100.0 * 44.0 - 36.0 * 5.0) },
+        Expected {
+            name: "shaft_groove",
+            volume: PI * (100.0 * 40.0 - 36.0 * 5.0),
+            faces: 7,
+            volume_edited: PI * (100.0 * 44.0 - 36.0 * 5.0),
+        },
         // 10^3 block plus a quarter cylinder r=4, 10 long.
-        Expected { name: "hinge_revolve_edge", volume: 1000.0 + PI * 16.0 * 10.0 / 4.0, faces: 10, volume_edited: 1100.0 + PI * 16.0 * 10.0 / 4.0 },
+        Expected {
+            name: "hinge_revolve_edge",
+            volume: 1000.0 + PI * 16.0 * 10.0 / 4.0,
+            faces: 10,
+            volume_edited: 1100.0 + PI * 16.0 * 10.0 / 4.0,
+        },
         // Pappus: r=2 disc along 20 + a quarter of a circle of radius 10.
-        Expected { name: "pipe_sweep", volume: 4.0 * PI * (20.0 + 5.0 * PI), faces: 4, volume_edited: 4.0 * PI * (20.0 + 5.0 * PI) },
+        Expected {
+            name: "pipe_sweep",
+            volume: 4.0 * PI * (20.0 + 5.0 * PI),
+            faces: 4,
+            volume_edited: 4.0 * PI * (20.0 + 5.0 * PI),
+        },
         // Block minus a quarter cylinder r=1 along the 20 mm edge.
-        Expected { name: "edge_sweep_groove", volume: 1000.0 - PI * 20.0 / 4.0, faces: 7, volume_edited: 1100.0 - PI * 20.0 / 4.0 },
+        Expected {
+            name: "edge_sweep_groove",
+            volume: 1000.0 - PI * 20.0 / 4.0,
+            faces: 7,
+            volume_edited: 1100.0 - PI * 20.0 / 4.0,
+        },
         // Frustum h/3 (A1 + A2 + sqrt(A1 A2)).
-        Expected { name: "loft_frustum", volume: 10.0 / 3.0 * (400.0 + 100.0 + 200.0), faces: 6, volume_edited: 10.0 / 3.0 * 700.0 },
+        Expected {
+            name: "loft_frustum",
+            volume: 10.0 / 3.0 * (400.0 + 100.0 + 200.0),
+            faces: 6,
+            volume_edited: 10.0 / 3.0 * 700.0,
+        },
         // A 10 x 10 x 4 prism, whatever the plane's inclination.
         Expected { name: "inclined_prism", volume: 400.0, faces: 6, volume_edited: 440.0 },
         // 20x10x10 block minus a half cylinder r=3 through its 10 mm depth; the notch
         // follows the top edge, so it stays a half cylinder after the edit.
-        Expected { name: "notch_projected_edge", volume: 2000.0 - 4.5 * PI * 10.0, faces: 8, volume_edited: 2200.0 - 4.5 * PI * 10.0 },
+        Expected {
+            name: "notch_projected_edge",
+            volume: 2000.0 - 4.5 * PI * 10.0,
+            faces: 8,
+            volume_edited: 2200.0 - 4.5 * PI * 10.0,
+        },
     ]
 }
 
@@ -97,8 +152,8 @@ fn a_sketch_on_an_inclined_plane_lies_in_that_plane() {
     let frame = s.state().feature("S1").and_then(|f| f.frame.clone()).expect("sketch frame");
     let (sin, cos) = 30f64.to_radians().sin_cos();
     let expected_normal = [0.0, -sin, cos];
-    for i in 0..3 {
-        assert!((frame.normal[i] - expected_normal[i]).abs() < 1e-9, "normal {:?}", frame.normal);
+    for (actual, expected) in frame.normal.iter().zip(expected_normal) {
+        assert!((actual - expected).abs() < 1e-9, "normal {:?}", frame.normal);
     }
     // The rectangle spans v in [0, 10] in the plane and is padded 4 along its normal.
     let bbox = s.state().bbox.clone().expect("bbox");
@@ -139,7 +194,9 @@ fn a_sketch_tied_to_a_projected_edge_follows_it_after_the_depth_edit() {
     // instead of a half cylinder.
     let tied = example("notch_projected_edge");
     let mut untied = tied.clone();
-    let freecad_bridge::Command::Sketch(sketch) = &mut untied.commands[2] else { panic!("the third command is the notch sketch") };
+    let freecad_bridge::Command::Sketch(sketch) = &mut untied.commands[2] else {
+        panic!("the third command is the notch sketch")
+    };
     sketch.constraints.clear();
     if let freecad_bridge::command::Primitive::Circle { center, .. } = &mut sketch.primitives[0] {
         *center = [10.0, 10.0];

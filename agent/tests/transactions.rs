@@ -32,7 +32,8 @@ fn refused(bad: &str, expect_entity: Option<&str>, expect_reason: &str) {
     let reported = s.query_state().expect("fresh state");
     assert_eq!(reported, before.0, "{bad} changed FreeCAD's document");
     // And the session still works.
-    s.execute(&command(r#"{"op": "fillet", "edges": ["E1"], "radius": 0.5}"#)).expect("a good command after the bad one");
+    s.execute(&command(r#"{"op": "fillet", "edges": ["E1"], "radius": 0.5}"#))
+        .expect("a good command after the bad one");
 }
 
 #[test]
@@ -58,8 +59,16 @@ fn references_of_the_wrong_kind_are_refused() {
         Some("F7"),
         "planar",
     );
-    refused(r#"{"op": "extrude", "profile": "S7", "mode": "add", "extent": {"type": "one_side", "depth": 1}}"#, Some("S7"), "unknown sketch");
-    refused(r#"{"op": "revolve", "profile": "S2", "mode": "add", "axis": "E12", "angle": 90}"#, Some("E12"), "not a straight edge");
+    refused(
+        r#"{"op": "extrude", "profile": "S7", "mode": "add", "extent": {"type": "one_side", "depth": 1}}"#,
+        Some("S7"),
+        "unknown sketch",
+    );
+    refused(
+        r#"{"op": "revolve", "profile": "S2", "mode": "add", "axis": "E12", "angle": 90}"#,
+        Some("E12"),
+        "not a straight edge",
+    );
     refused(r#"{"op": "plane", "name": "S1", "on": "XY", "offset": 3}"#, Some("S1"), "already taken");
 }
 
@@ -75,7 +84,9 @@ fn an_open_profile_is_refused_by_freecad() {
     .expect("open sketch");
     let before = snapshot(&mut s);
     let err = s
-        .execute(&command(r#"{"op": "extrude", "profile": "S2", "mode": "add", "extent": {"type": "one_side", "depth": 2}}"#))
+        .execute(&command(
+            r#"{"op": "extrude", "profile": "S2", "mode": "add", "extent": {"type": "one_side", "depth": 2}}"#,
+        ))
         .expect_err("open profile");
     assert!(matches!(err, BridgeError::Command { .. }), "{err}");
     assert_eq!(snapshot(&mut s), before);

@@ -127,22 +127,57 @@ pub enum Primitive {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Constraint {
-    Coincident { a: PointRef, b: PointRef },
-    PointOnObject { point: PointRef, object: CurveRef },
+    Coincident {
+        a: PointRef,
+        b: PointRef,
+    },
+    PointOnObject {
+        point: PointRef,
+        object: CurveRef,
+    },
     /// Circles or arcs share their centre.
-    Concentric { a: CurveRef, b: CurveRef },
+    Concentric {
+        a: CurveRef,
+        b: CurveRef,
+    },
     /// Equal length (lines) or equal radius (circles, arcs).
-    Equal { a: CurveRef, b: CurveRef },
-    Tangent { a: CurveRef, b: CurveRef },
-    Parallel { a: CurveRef, b: CurveRef },
-    Perpendicular { a: CurveRef, b: CurveRef },
-    Horizontal { line: CurveRef },
-    Vertical { line: CurveRef },
+    Equal {
+        a: CurveRef,
+        b: CurveRef,
+    },
+    Tangent {
+        a: CurveRef,
+        b: CurveRef,
+    },
+    Parallel {
+        a: CurveRef,
+        b: CurveRef,
+    },
+    Perpendicular {
+        a: CurveRef,
+        b: CurveRef,
+    },
+    Horizontal {
+        line: CurveRef,
+    },
+    Vertical {
+        line: CurveRef,
+    },
     /// Distance between two points.
-    Distance { a: PointRef, b: PointRef, value: f64 },
+    Distance {
+        a: PointRef,
+        b: PointRef,
+        value: f64,
+    },
     /// Length of a line.
-    Length { line: CurveRef, value: f64 },
-    Radius { curve: CurveRef, value: f64 },
+    Length {
+        line: CurveRef,
+        value: f64,
+    },
+    Radius {
+        curve: CurveRef,
+        value: f64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -168,11 +203,18 @@ pub enum Mode {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Extent {
-    OneSide { depth: f64 },
+    OneSide {
+        depth: f64,
+    },
     /// `depth` along the direction, `depth2` against it.
-    TwoSides { depth: f64, depth2: f64 },
+    TwoSides {
+        depth: f64,
+        depth2: f64,
+    },
     /// `depth` in total, centred on the sketch plane.
-    Symmetric { depth: f64 },
+    Symmetric {
+        depth: f64,
+    },
     /// Through the whole part (for an add: up to the last face).
     ThroughAll {
         #[serde(default, skip_serializing_if = "is_false")]
@@ -305,9 +347,7 @@ impl FromStr for EntityId {
             _ => return Err(format!("'{s}' is not an entity ID (F3, E12, V5)")),
         };
         match digits.parse::<usize>() {
-            Ok(index) if index >= 1 && digits.chars().all(|c| c.is_ascii_digit()) => {
-                Ok(EntityId { kind, index })
-            }
+            Ok(index) if index >= 1 && digits.chars().all(|c| c.is_ascii_digit()) => Ok(EntityId { kind, index }),
             _ => Err(format!("'{s}' is not an entity ID (F3, E12, V5)")),
         }
     }

@@ -11,8 +11,8 @@ use std::f64::consts::TAU;
 use serde_json::{Value, json};
 
 use crate::command::{
-    Command, Constraint, CurveRef, EntityId, EntityKind, Extent, Plane, PointPos, PointRef,
-    Primitive, Revolve, Sketch, SweepPath,
+    Command, Constraint, CurveRef, EntityId, EntityKind, Extent, Plane, PointPos, PointRef, Primitive, Revolve, Sketch,
+    SweepPath,
 };
 use crate::state::{EdgeKind, FaceKind, ModelState, PLANE_TYPE, SKETCH_TYPE};
 
@@ -85,11 +85,7 @@ pub fn lower(command: &Command, state: &ModelState) -> Result<Value, Invalid> {
 }
 
 fn positive(what: &str, x: f64) -> Result<(), Invalid> {
-    if x.is_finite() && x > 0.0 {
-        Ok(())
-    } else {
-        Err(invalid(format!("{what} must be a positive number, got {x}")))
-    }
+    if x.is_finite() && x > 0.0 { Ok(()) } else { Err(invalid(format!("{what} must be a positive number, got {x}"))) }
 }
 
 fn finite(what: &str, xs: &[f64]) -> Result<(), Invalid> {
@@ -121,7 +117,11 @@ fn valid_name(name: &str) -> Result<(), Invalid> {
     let ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
         && name.len() <= 40;
-    if ok { Ok(()) } else { Err(invalid_at(name, format!("'{name}' is not a valid name (letters, digits, _; e.g. S1)"))) }
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid_at(name, format!("'{name}' is not a valid name (letters, digits, _; e.g. S1)")))
+    }
 }
 
 fn need_new_name(name: &str, state: &ModelState) -> Result<(), Invalid> {
@@ -198,7 +198,10 @@ fn need_support(on: &str, state: &ModelState) -> Result<(), Invalid> {
         check_entity(id, EntityKind::Face, state)?;
         let face = state.face(id).ok_or_else(|| invalid_at(id, "face missing from the state"))?;
         if face.kind != FaceKind::Plane {
-            return Err(invalid_at(on, format!("{on} is a {:?} face; sketches and planes need a planar face", face.kind).to_lowercase()));
+            return Err(invalid_at(
+                on,
+                format!("{on} is a {:?} face; sketches and planes need a planar face", face.kind).to_lowercase(),
+            ));
         }
         return Ok(());
     }
@@ -208,7 +211,10 @@ fn need_support(on: &str, state: &ModelState) -> Result<(), Invalid> {
             let planes: Vec<&str> = state.features_of(PLANE_TYPE).collect();
             Err(invalid_at(
                 on,
-                format!("'{on}' is not a base plane (XY, XZ, YZ), a face ID or a construction plane (known: {})", list_or_none(&planes)),
+                format!(
+                    "'{on}' is not a base plane (XY, XZ, YZ), a face ID or a construction plane (known: {})",
+                    list_or_none(&planes)
+                ),
             ))
         }
     }
@@ -226,7 +232,12 @@ fn lower_revolve(r: &Revolve, state: &ModelState) -> Result<Value, Invalid> {
             "h_axis" => format!("{sketch}.H_Axis"),
             _ => match part.strip_prefix('g').and_then(|d| d.parse::<usize>().ok()) {
                 Some(i) => format!("{sketch}.{i}"),
-                None => return Err(invalid_at(&r.axis, format!("'{}' is not an axis (S1.v_axis, S1.h_axis, S1.g3 or an edge E5)", r.axis))),
+                None => {
+                    return Err(invalid_at(
+                        &r.axis,
+                        format!("'{}' is not an axis (S1.v_axis, S1.h_axis, S1.g3 or an edge E5)", r.axis),
+                    ));
+                }
             },
         }
     } else {
@@ -340,11 +351,8 @@ fn lower_primitive(i: usize, p: &Primitive) -> Result<Lowered, Invalid> {
             let (a_start, a_mid, a_end) = (angle(*start), angle(*mid), angle(*end));
             // Counter-clockwise from start, do we meet mid before end?
             let counter_clockwise = ccw_span(a_start, a_mid) < ccw_span(a_start, a_end);
-            let (a0, span) = if counter_clockwise {
-                (a_start, ccw_span(a_start, a_end))
-            } else {
-                (a_end, ccw_span(a_end, a_start))
-            };
+            let (a0, span) =
+                if counter_clockwise { (a_start, ccw_span(a_start, a_end)) } else { (a_end, ccw_span(a_end, a_start)) };
             Ok(Lowered {
                 geometry: json!({"arc": [center[0], center[1], radius, a0, a0 + span], "construction": construction}),
                 ends: Some((*start, *end)),
@@ -391,7 +399,10 @@ struct SketchContext<'a> {
 impl SketchContext<'_> {
     fn own(&self, i: usize) -> Result<&Lowered, Invalid> {
         self.prims.get(i).ok_or_else(|| {
-            invalid_at(format!("g{i}"), format!("g{i} does not exist: the sketch has g0..g{}", self.prims.len().saturating_sub(1)))
+            invalid_at(
+                format!("g{i}"),
+                format!("g{i} does not exist: the sketch has g0..g{}", self.prims.len().saturating_sub(1)),
+            )
         })
     }
 
@@ -452,7 +463,9 @@ impl SketchContext<'_> {
                 match (edge.kind, pos) {
                     (EdgeKind::Circle, PointPos::Center) => Ok((json!({"geo": id.to_string()}), SKETCH_CENTER)),
                     (_, PointPos::Center) => Err(invalid_at(p, format!("{p}: edge {id} is not circular"))),
-                    (_, _) if edge.closed => Err(invalid_at(p, format!("{p}: edge {id} is closed and has no start or end"))),
+                    (_, _) if edge.closed => {
+                        Err(invalid_at(p, format!("{p}: edge {id} is closed and has no start or end")))
+                    }
                     (_, pos) => Ok((json!({"geo": id.to_string()}), sketcher_pos(pos, false))),
                 }
             }
@@ -494,7 +507,11 @@ fn lower_sketch(s: &Sketch, state: &ModelState) -> Result<Value, Invalid> {
             }
             Constraint::Concentric { a, b } => {
                 let (a, b) = (cx.round(*a)?, cx.round(*b)?);
-                constraint_json("Coincident", vec![geo_arg(a), SKETCH_CENTER.into(), geo_arg(b), SKETCH_CENTER.into()], label)
+                constraint_json(
+                    "Coincident",
+                    vec![geo_arg(a), SKETCH_CENTER.into(), geo_arg(b), SKETCH_CENTER.into()],
+                    label,
+                )
             }
             Constraint::Equal { a, b } => {
                 let (a, b) = (cx.curve(*a)?, cx.curve(*b)?);
@@ -580,7 +597,11 @@ fn auto_coincident(prims: &[Lowered], tied: &[(usize, i64, usize, i64)]) -> Vec<
                 parent[ra] = rb;
                 let (ga, pa, _) = points[a];
                 let (gb, pb, _) = points[b];
-                out.push(constraint_json("Coincident", vec![json!({"geo": ga}), pa.into(), json!({"geo": gb}), pb.into()], "auto".into()));
+                out.push(constraint_json(
+                    "Coincident",
+                    vec![json!({"geo": ga}), pa.into(), json!({"geo": gb}), pb.into()],
+                    "auto".into(),
+                ));
             }
         }
     }
@@ -613,7 +634,8 @@ mod tests {
     #[test]
     fn explicit_ties_are_not_repeated() {
         let mut s = rect_sketch();
-        s.constraints.push(Constraint::Coincident { a: "g0.end".parse().expect("ref"), b: "g1.start".parse().expect("ref") });
+        s.constraints
+            .push(Constraint::Coincident { a: "g0.end".parse().expect("ref"), b: "g1.start".parse().expect("ref") });
         let lowered = lower_sketch(&s, &ModelState::empty()).expect("lowered");
         assert_eq!(lowered["constraints"].as_array().map(Vec::len), Some(4));
     }
@@ -633,7 +655,8 @@ mod tests {
 
     #[test]
     fn unknown_ids_name_the_range() {
-        let cmd: Command = serde_json::from_value(json!({"op": "fillet", "edges": ["E3"], "radius": 1.0})).expect("cmd");
+        let cmd: Command =
+            serde_json::from_value(json!({"op": "fillet", "edges": ["E3"], "radius": 1.0})).expect("cmd");
         let err = lower(&cmd, &ModelState::empty()).expect_err("no edges yet");
         assert_eq!(err.entity.as_deref(), Some("E3"));
         assert!(err.reason.contains("no edges yet"), "{}", err.reason);
@@ -641,7 +664,8 @@ mod tests {
 
     #[test]
     fn bad_numbers_are_refused() {
-        let cmd: Command = serde_json::from_value(json!({"op": "chamfer", "edges": ["E1"], "size": -1.0})).expect("cmd");
+        let cmd: Command =
+            serde_json::from_value(json!({"op": "chamfer", "edges": ["E1"], "size": -1.0})).expect("cmd");
         assert!(lower(&cmd, &ModelState::empty()).expect_err("negative").reason.contains("positive"));
         let cmd: Command = serde_json::from_value(json!({
             "op": "sketch", "name": "S1", "on": "XY",

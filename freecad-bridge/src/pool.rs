@@ -60,12 +60,12 @@ impl WorkerPool {
                         }
                         done();
                         jobs_done += 1;
-                        if jobs_done % self.recycle_after == 0 {
-                            if let Ok(s) = session.as_mut() {
-                                let _ = s.reset();
-                                if let Err(e) = s.restart_worker() {
-                                    session = Err(e);
-                                }
+                        if jobs_done.is_multiple_of(self.recycle_after)
+                            && let Ok(s) = session.as_mut()
+                        {
+                            let _ = s.reset();
+                            if let Err(e) = s.restart_worker() {
+                                session = Err(e);
                             }
                         }
                     }

@@ -114,8 +114,11 @@ impl Session {
     /// Execute one command. On failure the document is exactly as before.
     pub fn execute(&mut self, command: &Command) -> Result<Executed, BridgeError> {
         let op = command.op().to_string();
-        let lowered = lower(command, &self.state)
-            .map_err(|i| BridgeError::Command { op: op.clone(), entity: i.entity, reason: i.reason })?;
+        let lowered = lower(command, &self.state).map_err(|i| BridgeError::Command {
+            op: op.clone(),
+            entity: i.entity,
+            reason: i.reason,
+        })?;
         let request = json!({"type": "execute", "command": lowered});
         match self.call(request, true)? {
             Ok(mut response) => {
@@ -171,7 +174,8 @@ impl Session {
     /// Replace the document with a STEP or FCStd file.
     pub fn load(&mut self, path: &Path) -> Result<&ModelState, BridgeError> {
         let text = path.to_string_lossy().to_string();
-        let absolute = std::path::absolute(path).map_err(|e| BridgeError::Load { path: text.clone(), reason: e.to_string() })?;
+        let absolute =
+            std::path::absolute(path).map_err(|e| BridgeError::Load { path: text.clone(), reason: e.to_string() })?;
         if !absolute.is_file() {
             return Err(BridgeError::Load { path: text, reason: "no such file".into() });
         }
@@ -204,7 +208,8 @@ impl Session {
         match self.call(request, false)? {
             Ok(_) => Ok(()),
             Err((reason, _)) => {
-                let path = [fcstd, step].into_iter().flatten().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+                let path =
+                    [fcstd, step].into_iter().flatten().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
                 Err(BridgeError::Save { path, reason })
             }
         }

@@ -124,7 +124,8 @@ impl WorkerProcess {
                 }
             }
         });
-        let mut worker = WorkerProcess { child, stdin, responses, stderr_tail, _home: home, freecad_version: String::new() };
+        let mut worker =
+            WorkerProcess { child, stdin, responses, stderr_tail, _home: home, freecad_version: String::new() };
         let ready = worker.receive(config.startup_timeout, "startup")?;
         match ready.strip_prefix(READY_PREFIX) {
             Some(version) => worker.freecad_version = version.to_string(),
@@ -173,7 +174,8 @@ impl WorkerProcess {
         let status = self.child.wait().map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
         // Give the stderr reader a moment to drain what the process printed last.
         std::thread::sleep(Duration::from_millis(50));
-        let tail = self.stderr_tail.lock().map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n")).unwrap_or_default();
+        let tail =
+            self.stderr_tail.lock().map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n")).unwrap_or_default();
         CallError::Crashed { during: what.to_string(), status, stderr_tail: tail }
     }
 
@@ -196,7 +198,8 @@ pub fn worker_main() -> Result<(), String> {
     use std::os::fd::AsFd;
 
     // Keep the protocol on a private copy of stdout and send everything else to stderr.
-    let protocol_fd = std::io::stdout().as_fd().try_clone_to_owned().map_err(|e| format!("cannot duplicate stdout: {e}"))?;
+    let protocol_fd =
+        std::io::stdout().as_fd().try_clone_to_owned().map_err(|e| format!("cannot duplicate stdout: {e}"))?;
     rustix::stdio::dup2_stdout(std::io::stderr()).map_err(|e| format!("cannot redirect stdout: {e}"))?;
     let mut protocol = std::io::BufWriter::new(std::fs::File::from(protocol_fd));
 
@@ -224,7 +227,9 @@ pub fn worker_main() -> Result<(), String> {
             continue;
         }
         let response = Python::attach(|py| -> PyResult<String> { handle.bind(py).call1((line,))?.extract() })
-            .unwrap_or_else(|e| serde_json::json!({"err": {"reason": format!("worker: {e}"), "entity": null}}).to_string());
+            .unwrap_or_else(|e| {
+                serde_json::json!({"err": {"reason": format!("worker: {e}"), "entity": null}}).to_string()
+            });
         writeln!(protocol, "{response}").and_then(|()| protocol.flush()).map_err(|e| e.to_string())?;
     }
     Ok(())
