@@ -220,3 +220,42 @@ fn a_sketch_tied_to_a_projected_edge_follows_it_after_the_depth_edit() {
     let cut_area = PI * r * r - segment_above;
     assert_close(s.state().volume, 2200.0 - cut_area * 10.0, "untied notch stays behind");
 }
+
+#[test]
+fn tessellation_comes_back_as_flat_arrays_per_face_and_edge() {
+    let mut s = session();
+    s.execute_program(&example("plate_counterbore")).expect("plate");
+    let t = s.tessellate(0.01, 0.1).expect("tessellate");
+    let state = s.state().clone();
+    assert_eq!(t.face_offsets.len(), state.faces.len() + 1, "one range per face");
+    assert_eq!(t.edge_offsets.len(), state.edges.len() + 1, "one range per edge");
+    assert_eq!(t.positions.len() % 3, 0);
+    assert_eq!(*t.face_offsets.last().expect("offsets") as usize, t.triangle_count());
+    let n_vertices = (t.positions.len() / 3) as u32;
+    assert!(t.triangles.iter().all(|&i| i < n_vertices), "indices in range");
+    // Triangle areas add up to the surface area (flat faces exactly, cylinders from inside).
+    let p = |i: u32| {
+        let i = i as usize * 3;
+        [t.positions[i], t.positions[i + 1], t.positions[i + 2]]
+    };
+    let area: f64 = t
+        .triangles
+        .chunks(3)
+        .map(|tri| {
+            let (a, b, c) = (p(tri[0]), p(tri[1]), p(tri[2]));
+            let u = [b[0] - a[0], b[1] - a[1], b[2] - a[2]];
+            let v = [c[0] - a[0], c[1] - a[1], c[2] - a[2]];
+            let n = [u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]];
+            0.5 * (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt()
+        })
+        .sum();
+    assert!((area - state.area).abs() < 1e-3 * state.area, "mesh area {area} vs surface area {}", state.area);
+    // Every edge polyline starts and ends at the edge's vertices.
+    for (i, edge) in state.edges.iter().enumerate() {
+        let (from, to) = (t.edge_offsets[i] as usize, t.edge_offsets[i + 1] as usize);
+        assert!(to - from >= 2, "{} has a polyline", edge.id);
+        let first = [t.edge_points[from * 3], t.edge_points[from * 3 + 1], t.edge_points[from * 3 + 2]];
+        let start = edge.start.expect("start");
+        assert!((0..3).all(|k| (first[k] - start[k]).abs() < 1e-9), "{} starts at its start vertex", edge.id);
+    }
+}
