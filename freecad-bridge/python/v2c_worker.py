@@ -712,7 +712,10 @@ def save(fcstd=None, step=None):
 
 
 def tessellate(linear, angular):
-    shape = MODEL.shape()
+    return tessellate_shape(MODEL.shape(), linear, angular)
+
+
+def tessellate_shape(shape, linear, angular):
     positions, triangles, face_offsets = [], [], [0]
     edge_points, edge_offsets = [], [0]
     if shape is not None and not shape.isNull():
@@ -742,6 +745,57 @@ def tessellate(linear, angular):
         "edge_points": edge_points,
         "edge_offsets": edge_offsets,
     }
+
+
+def preview(cmd, linear, angular):
+    """Execute `cmd` tentatively and report what it would add and remove, then roll it back.
+
+    The document is unchanged afterwards; a failing command raises as `execute` does."""
+    doc, body = MODEL.doc, MODEL.body
+    before_names = set(o.Name for o in doc.Objects)
+    old_tip = body.Tip
+    before = MODEL.shape()
+    before = before.copy() if before is not None and not before.isNull() else None
+    result = execute(cmd)
+    try:
+        after = MODEL.shape()
+        out = {"feature": result.get("feature"), "state": state(), "boolean_failed": False}
+        out["after"] = tessellate_shape(after, linear, angular)
+        added = removed = None
+        if cmd["op"] not in ("sketch", "plane", "end") and after is not None:
+            try:
+                added = after if before is None else after.cut(before)
+                removed = None if before is None else before.cut(after)
+            except Exception:
+                out["boolean_failed"] = True
+        out["added"] = tessellate_shape(added, linear, angular)
+        out["removed"] = tessellate_shape(removed, linear, angular)
+        curves = []
+        if cmd["op"] == "sketch":
+            sketch = doc.getObject(cmd["name"])
+            for edge in sketch.Shape.Edges:
+                curves.append([_vec(p) for p in edge.discretize(Deflection=linear)])
+        out["sketch_curves"] = curves
+        return out
+    finally:
+        _rollback(before_names, old_tip)
+
+
+def plane_frame(on):
+    """The local frame a sketch attached to `on` (XY, F3, P1) gets, without keeping it."""
+    doc, body = MODEL.doc, MODEL.body
+    before_names = set(o.Name for o in doc.Objects)
+    old_tip = body.Tip
+    MODEL.referenced = MODEL.shape_owner()
+    try:
+        probe = body.newObject("Sketcher::SketchObject", "FrameProbe")
+        probe.Support = support_of(on)
+        probe.MapMode = "FlatFace"
+        doc.recompute()
+        return frame_of(probe)
+    finally:
+        MODEL.referenced = None
+        _rollback(before_names, old_tip)
 
 
 # ---------------------------------------------------------------------------- dispatch
@@ -776,6 +830,10 @@ def _dispatch(req):
         return save(req.get("fcstd"), req.get("step"))
     if kind == "tessellate":
         return tessellate(req["linear_deflection"], req["angular_deflection"])
+    if kind == "preview":
+        return preview(req["command"], req["linear_deflection"], req["angular_deflection"])
+    if kind == "plane_frame":
+        return plane_frame(req["on"])
     if kind == "debug_sleep":
         time.sleep(req["seconds"])
         return {}

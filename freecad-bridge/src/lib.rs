@@ -41,7 +41,7 @@ pub use command::{Command, Program};
 pub use error::{BridgeError, CallError};
 pub use lower::{Invalid, lower};
 pub use pool::{WorkerPool, default_workers};
-pub use session::{Executed, Parameter, Session, StepError, Tessellation};
+pub use session::{Executed, Parameter, Preview, Session, StepError, Tessellation};
 pub use state::ModelState;
 pub use worker::{WorkerConfig, WorkerProcess, worker_main};
 

@@ -190,7 +190,7 @@ fn need_edges(edges: &[String], state: &ModelState) -> Result<(), Invalid> {
 }
 
 /// A sketch or plane support: base plane, planar face or construction plane.
-fn need_support(on: &str, state: &ModelState) -> Result<(), Invalid> {
+pub fn need_support(on: &str, state: &ModelState) -> Result<(), Invalid> {
     if matches!(on, "XY" | "XZ" | "YZ") {
         return Ok(());
     }

@@ -56,6 +56,25 @@ impl Tessellation {
     }
 }
 
+/// What a command would do, computed without committing it (Stage 3 of the loop).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Preview {
+    /// The feature the command would create.
+    pub feature: Option<String>,
+    /// The entity table the command would produce.
+    pub state: ModelState,
+    /// The model with the command applied.
+    pub after: Tessellation,
+    /// Material the command adds (after minus before).
+    pub added: Tessellation,
+    /// Material the command removes (before minus after).
+    pub removed: Tessellation,
+    /// The kernel could not compute `added`/`removed`; only `after` is meaningful.
+    pub boolean_failed: bool,
+    /// Polylines of a new sketch's curves, in 3D.
+    pub sketch_curves: Vec<Vec<[f64; 3]>>,
+}
+
 /// A program stopped at a failing command.
 #[derive(Debug, thiserror::Error)]
 #[error("step {index} ({op}): {error}")]
@@ -248,6 +267,32 @@ impl Session {
         self.call(json!({"type": "debug_sleep", "seconds": duration.as_secs_f64()}), false)?
             .map(|_| ())
             .map_err(|(reason, entity)| BridgeError::Worker(CallError::Rejected { reason, entity }))
+    }
+
+    /// What `command` would do, without changing the document: the model after it and the
+    /// material it adds and removes, tessellated. Fails like [`Session::execute`] would.
+    pub fn preview(&mut self, command: &Command, linear_deflection: f64) -> Result<Preview, BridgeError> {
+        let op = command.op().to_string();
+        let lowered = lower(command, &self.state)
+            .map_err(|i| BridgeError::Command { op: op.clone(), entity: i.entity, reason: i.reason })?;
+        let request = json!({"type": "preview", "command": lowered,
+            "linear_deflection": linear_deflection, "angular_deflection": 0.3});
+        match self.call(request, false)? {
+            Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad preview: {e}"))),
+            Err((reason, entity)) => Err(BridgeError::Command { op, entity, reason }),
+        }
+    }
+
+    /// The local frame a sketch on `on` (`XY`, `F3`, `P1`) would get: the frame that
+    /// sketch coordinates are in. The document is unchanged.
+    pub fn plane_frame(&mut self, on: &str) -> Result<Frame, BridgeError> {
+        let op = "plane_frame".to_string();
+        crate::lower::need_support(on, &self.state)
+            .map_err(|i| BridgeError::Command { op: op.clone(), entity: i.entity, reason: i.reason })?;
+        match self.call(json!({"type": "plane_frame", "on": on}), false)? {
+            Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad frame: {e}"))),
+            Err((reason, entity)) => Err(BridgeError::Command { op, entity, reason }),
+        }
     }
 
     /// Send one request. The outer error is a lost worker (already replaced, document
