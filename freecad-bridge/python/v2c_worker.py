@@ -798,6 +798,123 @@ def plane_frame(on):
         _rollback(before_names, old_tip)
 
 
+# ---------------------------------------------------------------------------- evaluation
+#
+# Stateless requests on shapes kept in BREP files, so that two models built in turn in the
+# one document can meet in a boolean, and a replayed worker needs no log for them.
+
+
+def _read_brep(path):
+    shape = Part.Shape()
+    try:
+        shape.read(path)
+    except Exception as exc:
+        raise CommandFailed("cannot read shape %s: %s" % (path, exception_text(exc)), path)
+    if shape.isNull():
+        raise CommandFailed("shape %s is empty" % path, path)
+    return shape
+
+
+def _similar(shape, t):
+    """x -> scale * R (x + translate): only rigid motions and a uniform scale, which
+    OpenCascade applies exactly (a general matrix would turn every surface into a B-spline)."""
+    shape = shape.copy()
+    if t is None:
+        return shape
+    tx, ty, tz = t["translate"]
+    if tx or ty or tz:
+        shape.translate(V(tx, ty, tz))
+    r = t["rotate"]
+    if r != [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]:
+        m = FreeCAD.Matrix(r[0][0], r[0][1], r[0][2], 0, r[1][0], r[1][1], r[1][2], 0, r[2][0], r[2][1], r[2][2], 0, 0, 0, 0, 1)
+        shape.transformShape(m)
+    if t["scale"] != 1.0:
+        shape.scale(t["scale"])
+    return shape
+
+
+def _bbox(shape):
+    try:
+        bb = shape.optimalBoundingBox(False)  # exact geometry, not the enlarged fast box
+    except Exception:
+        bb = shape.BoundBox
+    return {"min": [bb.XMin, bb.YMin, bb.ZMin], "max": [bb.XMax, bb.YMax, bb.ZMax]}
+
+
+def measure(brep):
+    """Mass properties of the current shape (inertia about the centre of mass, unit density);
+    with `brep`, also write the shape there for the requests below."""
+    shape = MODEL.shape()
+    if shape is None or shape.isNull():
+        raise CommandFailed("the document holds no shape")
+    solids = shape.Solids
+    volume = sum(s.Volume for s in solids)
+    out = {
+        "volume": volume,
+        "area": shape.Area,
+        "solids": len(solids),
+        "valid": bool(shape.isValid()) and len(solids) > 0,
+        "bbox": _bbox(shape),
+        "center_of_mass": None,
+        "inertia": None,
+    }
+    if solids and volume > 0:
+        # Several solids: combine each one's inertia with the parallel-axis theorem.
+        c = V(0, 0, 0)
+        for s in solids:
+            c = c + s.CenterOfMass * s.Volume
+        c = c * (1.0 / volume)
+        total = [[0.0] * 3 for _ in range(3)]
+        for s in solids:
+            m = s.MatrixOfInertia
+            rows = [[m.A11, m.A12, m.A13], [m.A21, m.A22, m.A23], [m.A31, m.A32, m.A33]]
+            d = s.CenterOfMass - c
+            dv = [d.x, d.y, d.z]
+            dd = d.x * d.x + d.y * d.y + d.z * d.z
+            for i in range(3):
+                for j in range(3):
+                    total[i][j] += rows[i][j] + s.Volume * ((dd if i == j else 0.0) - dv[i] * dv[j])
+        out["center_of_mass"] = [c.x, c.y, c.z]
+        out["inertia"] = total
+    if brep:
+        shape.exportBrep(brep)
+    return out
+
+
+def boolean_volumes(req):
+    a = _similar(_read_brep(req["a"]), req.get("transform_a"))
+    b = _similar(_read_brep(req["b"]), req.get("transform_b"))
+    try:
+        common = a.common(b)
+        fuse = a.fuse(b)
+    except Exception as exc:
+        raise CommandFailed("boolean failed: %s" % exception_text(exc))
+    return {
+        "volume_a": a.Volume,
+        "volume_b": b.Volume,
+        "common": common.Volume,
+        "fuse": fuse.Volume,
+        "valid": bool(common.isValid()) and bool(fuse.isValid()),
+    }
+
+
+def mesh_shape(req):
+    """One triangle mesh of the whole (transformed) shape, vertices shared between faces."""
+    import MeshPart
+
+    shape = _similar(_read_brep(req["path"]), req.get("transform"))
+    mesh = MeshPart.meshFromShape(
+        Shape=shape,
+        LinearDeflection=req["linear_deflection"],
+        AngularDeflection=req["angular_deflection"],
+        Relative=False,
+    )
+    points, facets = mesh.Topology
+    positions = [c for p in points for c in (p.x, p.y, p.z)]
+    triangles = [i for f in facets for i in f]
+    return {"positions": positions, "triangles": triangles}
+
+
 # ---------------------------------------------------------------------------- dispatch
 
 
@@ -834,6 +951,12 @@ def _dispatch(req):
         return preview(req["command"], req["linear_deflection"], req["angular_deflection"])
     if kind == "plane_frame":
         return plane_frame(req["on"])
+    if kind == "measure":
+        return measure(req.get("brep"))
+    if kind == "boolean_volumes":
+        return boolean_volumes(req)
+    if kind == "mesh_shape":
+        return mesh_shape(req)
     if kind == "debug_sleep":
         time.sleep(req["seconds"])
         return {}

@@ -41,7 +41,10 @@ pub use command::{Command, Program};
 pub use error::{BridgeError, CallError};
 pub use lower::{Invalid, lower};
 pub use pool::{WorkerPool, default_workers};
-pub use session::{Executed, Parameter, Preview, Session, StepError, Tessellation};
+pub use session::{
+    BooleanVolumes, BoundingBox, Executed, MassProperties, Parameter, Preview, Session, Similarity, StepError,
+    Tessellation, TriangleMesh,
+};
 pub use state::ModelState;
 pub use worker::{WorkerConfig, WorkerProcess, worker_main};
 

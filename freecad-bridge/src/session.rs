@@ -349,3 +349,131 @@ fn take_state(response: &mut Value) -> Result<ModelState, BridgeError> {
 fn protocol(message: String) -> BridgeError {
     BridgeError::Worker(CallError::Protocol(message))
 }
+
+// ---------------------------------------------------------------------------- evaluation
+//
+// Requests on shapes written to BREP files: evaluation builds the prediction and the
+// ground truth in turn in the one document, then meets them in booleans and meshes that
+// need no document state (so they survive a worker replacement without replay).
+
+/// A similarity transform `x -> scale * rotate * (x + translate)`: a rigid motion and a
+/// uniform scale, which the kernel applies exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Similarity {
+    pub translate: [f64; 3],
+    /// A proper rotation, row-major.
+    pub rotate: [[f64; 3]; 3],
+    pub scale: f64,
+}
+
+impl Similarity {
+    pub const IDENTITY: Similarity =
+        Similarity { translate: [0.0; 3], rotate: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], scale: 1.0 };
+
+    /// Where the transform takes `x`.
+    pub fn apply(&self, x: [f64; 3]) -> [f64; 3] {
+        let y = [x[0] + self.translate[0], x[1] + self.translate[1], x[2] + self.translate[2]];
+        let r = &self.rotate;
+        [
+            self.scale * (r[0][0] * y[0] + r[0][1] * y[1] + r[0][2] * y[2]),
+            self.scale * (r[1][0] * y[0] + r[1][1] * y[1] + r[1][2] * y[2]),
+            self.scale * (r[2][0] * y[0] + r[2][1] * y[1] + r[2][2] * y[2]),
+        ]
+    }
+}
+
+/// An axis-aligned box.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BoundingBox {
+    pub min: [f64; 3],
+    pub max: [f64; 3],
+}
+
+/// Mass properties of the document's shape (unit density).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MassProperties {
+    /// Sum of the solids' volumes.
+    pub volume: f64,
+    pub area: f64,
+    pub solids: usize,
+    /// Valid by the kernel's check and at least one solid.
+    pub valid: bool,
+    /// The tight box of the exact geometry.
+    pub bbox: BoundingBox,
+    /// None without a solid of positive volume.
+    pub center_of_mass: Option<[f64; 3]>,
+    /// Inertia tensor about the centre of mass, row-major.
+    pub inertia: Option<[[f64; 3]; 3]>,
+}
+
+/// Volumes of two transformed shapes and of their common part and fusion.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BooleanVolumes {
+    pub volume_a: f64,
+    pub volume_b: f64,
+    pub common: f64,
+    pub fuse: f64,
+    /// Both boolean results pass the kernel's validity check.
+    pub valid: bool,
+}
+
+/// One triangle mesh of a whole shape, vertices shared between faces.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TriangleMesh {
+    /// x, y, z of every vertex.
+    pub positions: Vec<f64>,
+    /// Three vertex indices per triangle.
+    pub triangles: Vec<u32>,
+}
+
+impl Session {
+    /// Mass properties of the current shape; with `brep`, also write the shape there for
+    /// [`Session::boolean_volumes`] and [`Session::mesh_shape`].
+    pub fn measure(&mut self, brep: Option<&Path>) -> Result<MassProperties, BridgeError> {
+        let brep = brep.map(absolute_text).transpose()?;
+        match self.call(json!({"type": "measure", "brep": brep}), false)? {
+            Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad mass properties: {e}"))),
+            Err((reason, entity)) => Err(BridgeError::Worker(CallError::Rejected { reason, entity })),
+        }
+    }
+
+    /// Transform the shapes in two BREP files and return the volumes of each, of their
+    /// common part and of their fusion (exact kernel booleans).
+    pub fn boolean_volumes(
+        &mut self,
+        a: &Path,
+        transform_a: &Similarity,
+        b: &Path,
+        transform_b: &Similarity,
+    ) -> Result<BooleanVolumes, BridgeError> {
+        let request = json!({"type": "boolean_volumes", "a": absolute_text(a)?, "transform_a": transform_a,
+            "b": absolute_text(b)?, "transform_b": transform_b});
+        match self.call(request, false)? {
+            Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad boolean volumes: {e}"))),
+            Err((reason, entity)) => Err(BridgeError::Worker(CallError::Rejected { reason, entity })),
+        }
+    }
+
+    /// Transform the shape in a BREP file and mesh it with absolute deflections (in the
+    /// transformed units).
+    pub fn mesh_shape(
+        &mut self,
+        brep: &Path,
+        transform: &Similarity,
+        linear_deflection: f64,
+        angular_deflection: f64,
+    ) -> Result<TriangleMesh, BridgeError> {
+        let request = json!({"type": "mesh_shape", "path": absolute_text(brep)?, "transform": transform,
+            "linear_deflection": linear_deflection, "angular_deflection": angular_deflection});
+        match self.call(request, false)? {
+            Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad mesh: {e}"))),
+            Err((reason, entity)) => Err(BridgeError::Worker(CallError::Rejected { reason, entity })),
+        }
+    }
+}
+
+fn absolute_text(path: &Path) -> Result<String, BridgeError> {
+    std::path::absolute(path)
+        .map(|a| a.to_string_lossy().into_owned())
+        .map_err(|e| BridgeError::Load { path: path.display().to_string(), reason: e.to_string() })
+}

@@ -1,0 +1,274 @@
+//! One sample through the kernel: build both models (editing them for `edit10`), measure,
+//! normalise, intersect, mesh, sample, compare.
+
+use std::path::Path;
+use std::time::Instant;
+
+use freecad_bridge::{BooleanVolumes, MassProperties, Session, parse_program};
+
+use crate::distance::surface_distances;
+use crate::error::EvalError;
+use crate::mesh::{Mesh, topology};
+use crate::normalize::{FLIPS, Normalization, flipped, transform};
+use crate::pairs::{ModelKind, Pair};
+use crate::report::{IouMethod, SampleResult};
+use crate::sample::{sample_surface, seed_for};
+use crate::voxel::{RESOLUTION, voxel_iou};
+use crate::{EvalOptions, Protocol};
+
+/// Tessellation of the normalised solids (metrics document).
+pub const LINEAR_DEFLECTION: f64 = 1e-3;
+pub const ANGULAR_DEFLECTION: f64 = 0.1;
+/// Vertices closer than this are one vertex for the watertight check.
+pub const MERGE_TOLERANCE: f64 = 1e-4;
+/// The `edit10` factor.
+pub const EDIT_FACTOR: f64 = 1.1;
+/// CadQueryEval tolerances: bounding-box extents within 1 mm, volume within 2%.
+pub const BBOX_TOLERANCE: f64 = 1.0;
+pub const VOLUME_TOLERANCE: f64 = 0.02;
+/// How far common + fuse may stray from vol(P) + vol(G), relatively, before the booleans
+/// are not trusted.
+const BOOLEAN_CONSISTENCY: f64 = 1e-4;
+
+/// What one sample produced, with what only benchmarks need.
+#[derive(Debug, Clone)]
+pub struct Detailed {
+    pub result: SampleResult,
+    /// The normalised meshes (prediction, ground truth) of a compiled sample.
+    pub meshes: Option<(Mesh, Mesh)>,
+    /// Seconds spent in the kernel (building, measuring, booleans, meshing) and in the
+    /// metrics computed here (sampling, distances, voxels, checks).
+    pub kernel_seconds: f64,
+    pub metric_seconds: f64,
+}
+
+/// Evaluate one pair in `session` (which it leaves holding some document). The only errors
+/// are the ground truth's; everything wrong with the prediction is in the result.
+pub fn evaluate_pair(session: &mut Session, pair: &Pair, options: &EvalOptions) -> Result<Detailed, EvalError> {
+    let started = Instant::now();
+    let dir = tempfile::Builder::new()
+        .prefix("vision2cad-eval-")
+        .tempdir()
+        .map_err(|source| EvalError::Io { what: "cannot create a temporary directory".into(), source })?;
+    let gt_brep = dir.path().join("gt.brep");
+    let pred_brep = dir.path().join("pred.brep");
+
+    // The ground truth first: when it is broken, the run stops, whatever the prediction.
+    let gt_error = |reason: String| EvalError::GroundTruth { path: pair.gt.clone(), reason };
+    if !pair.gt.is_file() {
+        return Err(EvalError::MissingGroundTruth { path: pair.gt.clone() });
+    }
+    if options.protocol == Protocol::Edit10 && ModelKind::of(&pair.gt) == Some(ModelKind::Step) {
+        return Err(EvalError::GroundTruthNotEditable { path: pair.gt.clone() });
+    }
+    build(session, &pair.gt, options.protocol).map_err(gt_error)?;
+    let gt_props = session.measure(Some(&gt_brep)).map_err(|e| gt_error(e.to_string()))?;
+    if gt_props.solids == 0 || gt_props.volume <= 0.0 {
+        return Err(gt_error("it holds no solid".into()));
+    }
+
+    let not_compiled = |reason: String, started: Instant| Detailed {
+        result: SampleResult::not_compiled(pair, reason),
+        meshes: None,
+        kernel_seconds: started.elapsed().as_secs_f64(),
+        metric_seconds: 0.0,
+    };
+    let Some(pred) = &pair.pred else {
+        return Ok(not_compiled("no prediction with this stem".into(), started));
+    };
+    if let Err(e) = session.reset() {
+        return Err(EvalError::Bridge(e));
+    }
+    if let Err(reason) = build(session, pred, options.protocol) {
+        return Ok(not_compiled(reason, started));
+    }
+    let state = session.state();
+    if state.empty || !state.valid || state.volume <= 0.0 {
+        let what = if state.empty { "empty" } else { "not a valid solid" };
+        return Ok(not_compiled(format!("the prediction is {what}"), started));
+    }
+    let pred_props = match session.measure(Some(&pred_brep)) {
+        Ok(p) => p,
+        Err(e) => return Ok(not_compiled(format!("cannot measure the prediction: {e}"), started)),
+    };
+    match score(session, pair, options, (&pred_props, &pred_brep), (&gt_props, &gt_brep), started) {
+        Ok(detailed) => Ok(detailed),
+        Err(Failure::Prediction(reason)) => Ok(not_compiled(reason, started)),
+        Err(Failure::GroundTruth(reason)) => Err(gt_error(reason)),
+    }
+}
+
+/// Load or execute a model file into the (fresh) document, and apply the protocol's edit.
+fn build(session: &mut Session, path: &Path, protocol: Protocol) -> Result<(), String> {
+    match ModelKind::of(path) {
+        Some(ModelKind::Program) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let program = parse_program(&text).map_err(|e| format!("{} is not a valid program: {e}", path.display()))?;
+            session.execute_program(&program).map_err(|e| format!("program failed at {e}"))?;
+        }
+        Some(_) => {
+            session.load(path).map_err(|e| e.to_string())?;
+        }
+        None => return Err(format!("{} is not a model file (.step, .stp, .FCStd, .json)", path.display())),
+    }
+    if protocol == Protocol::Edit10 {
+        session
+            .scale_extrusions(EDIT_FACTOR)
+            .map_err(|e| format!("the model does not recompute after every extrusion depth x{EDIT_FACTOR}: {e}"))?;
+    }
+    Ok(())
+}
+
+enum Failure {
+    Prediction(String),
+    GroundTruth(String),
+}
+
+fn score(
+    session: &mut Session,
+    pair: &Pair,
+    options: &EvalOptions,
+    (pred_props, pred_brep): (&MassProperties, &Path),
+    (gt_props, gt_brep): (&MassProperties, &Path),
+    started: Instant,
+) -> Result<Detailed, Failure> {
+    let pred_t = transform(options.normalization, pred_props)
+        .map_err(|e| Failure::Prediction(format!("cannot normalise the prediction: {e}")))?;
+    let gt_t = transform(options.normalization, gt_props)
+        .map_err(|e| Failure::GroundTruth(format!("cannot normalise: {e}")))?;
+    let gt_mesh = session
+        .mesh_shape(gt_brep, &gt_t, LINEAR_DEFLECTION, ANGULAR_DEFLECTION)
+        .map_err(|e| e.to_string())
+        .and_then(Mesh::from_flat)
+        .map_err(|e| Failure::GroundTruth(format!("cannot mesh: {e}")))?;
+    let pred_mesh = session
+        .mesh_shape(pred_brep, &pred_t, LINEAR_DEFLECTION, ANGULAR_DEFLECTION)
+        .map_err(|e| e.to_string())
+        .and_then(Mesh::from_flat)
+        .map_err(|e| Failure::Prediction(format!("cannot mesh the prediction: {e}")))?;
+    let mut kernel_seconds = started.elapsed().as_secs_f64();
+
+    let metrics_started = Instant::now();
+    let seed = seed_for(&pair.id);
+    let gt_points = sample_surface(&gt_mesh, options.points, seed).map_err(Failure::GroundTruth)?;
+    let pred_points = sample_surface(&pred_mesh, options.points, seed).map_err(Failure::Prediction)?;
+    // Inertia: the sign flip of the prediction's principal frame with the lowest CD.
+    let (flip, distances) = if options.normalization == Normalization::Inertia {
+        let mut best: Option<([f64; 3], crate::distance::SurfaceDistances)> = None;
+        for f in FLIPS {
+            let points: Vec<[f64; 3]> = pred_points.iter().map(|p| [p[0] * f[0], p[1] * f[1], p[2] * f[2]]).collect();
+            let d = surface_distances(&points, &gt_points);
+            if best.is_none_or(|(_, b)| d.cd < b.cd) {
+                best = Some((f, d));
+            }
+        }
+        let (f, d) = best.ok_or_else(|| Failure::Prediction("no flip".into()))?;
+        (Some(f), d)
+    } else {
+        (None, surface_distances(&pred_points, &gt_points))
+    };
+    let (pred_t, pred_mesh) = match flip {
+        Some(f) if f != FLIPS[0] => (flipped(&pred_t, f), pred_mesh.flipped(f)),
+        _ => (pred_t, pred_mesh),
+    };
+    let topo = topology(&pred_mesh, MERGE_TOLERANCE);
+    let mut metric_seconds = metrics_started.elapsed().as_secs_f64();
+
+    let boolean_started = Instant::now();
+    let exact = session
+        .boolean_volumes(pred_brep, &pred_t, gt_brep, &gt_t)
+        .map_err(|e| e.to_string())
+        .and_then(|v| exact_iou(&v));
+    kernel_seconds += boolean_started.elapsed().as_secs_f64();
+
+    let voxel_started = Instant::now();
+    let voxel = if exact.is_err() || options.voxel_check {
+        Some(voxel_iou(&pred_mesh, &gt_mesh, RESOLUTION).map_err(|e| Failure::Prediction(format!("voxel IoU: {e}")))?)
+    } else {
+        None
+    };
+    let (iou, method, fallback_reason) = match (&exact, voxel) {
+        (Ok(iou), _) => (*iou, IouMethod::Exact, None),
+        (Err(reason), Some(v)) => {
+            tracing::info!("{}: booleans failed ({reason}); voxel IoU", pair.id);
+            (v, IouMethod::Voxel, Some(reason.clone()))
+        }
+        (Err(reason), None) => return Err(Failure::Prediction(reason.clone())),
+    };
+    metric_seconds += voxel_started.elapsed().as_secs_f64();
+
+    let sorted_extents = |p: &MassProperties| {
+        let mut e = [0, 1, 2].map(|i| p.bbox.max[i] - p.bbox.min[i]);
+        e.sort_by(f64::total_cmp);
+        e
+    };
+    let (pe, ge) = (sorted_extents(pred_props), sorted_extents(gt_props));
+    let bbox_ok = (0..3).all(|i| (pe[i] - ge[i]).abs() <= BBOX_TOLERANCE);
+    let volume_ok = (pred_props.volume - gt_props.volume).abs() <= VOLUME_TOLERANCE * gt_props.volume.abs();
+
+    let result = SampleResult {
+        id: pair.id.clone(),
+        pred: pair.pred.as_ref().map(|p| p.display().to_string()),
+        gt: pair.gt.display().to_string(),
+        compiled: true,
+        reason: None,
+        iou: Some(iou),
+        cd: Some(distances.cd),
+        hd: Some(distances.hd),
+        hd95: Some(distances.hd95),
+        iou_method: Some(method),
+        iou_fallback_reason: fallback_reason,
+        iou_voxel: if options.voxel_check { voxel } else { None },
+        flip: flip.map(|f| f.map(|x| x as i8)),
+        watertight: Some(topo.watertight),
+        components: Some(topo.components),
+        bbox_ok: Some(bbox_ok),
+        volume_ok: Some(volume_ok),
+        pred_volume: Some(pred_props.volume),
+        gt_volume: Some(gt_props.volume),
+    };
+    Ok(Detailed { result, meshes: Some((pred_mesh, gt_mesh)), kernel_seconds, metric_seconds })
+}
+
+/// vol(common) / vol(fuse), where the kernel's volumes are consistent with each other.
+fn exact_iou(v: &BooleanVolumes) -> Result<f64, String> {
+    let all = [v.volume_a, v.volume_b, v.common, v.fuse];
+    if all.iter().any(|x| !x.is_finite()) {
+        return Err("the booleans returned a non-finite volume".into());
+    }
+    let scale = v.volume_a.abs() + v.volume_b.abs();
+    let tol = BOOLEAN_CONSISTENCY * scale;
+    if v.fuse <= 0.0 {
+        return Err(format!("the fusion has volume {}", v.fuse));
+    }
+    if v.common < -tol || v.common > v.volume_a.min(v.volume_b) + tol || v.fuse < v.volume_a.max(v.volume_b) - tol {
+        return Err(format!("inconsistent boolean volumes {v:?}"));
+    }
+    if (v.common + v.fuse - v.volume_a - v.volume_b).abs() > tol {
+        return Err(format!("common + fuse != vol(P) + vol(G): {v:?}"));
+    }
+    Ok((v.common / v.fuse).clamp(0.0, 1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn volumes(a: f64, b: f64, common: f64, fuse: f64) -> BooleanVolumes {
+        BooleanVolumes { volume_a: a, volume_b: b, common, fuse, valid: true }
+    }
+
+    #[test]
+    fn consistent_booleans_give_common_over_fuse() {
+        assert_eq!(exact_iou(&volumes(1.0, 1.0, 0.5, 1.5)), Ok(1.0 / 3.0));
+        assert_eq!(exact_iou(&volumes(1.0, 2.0, 0.0, 3.0)), Ok(0.0));
+    }
+
+    #[test]
+    fn inconsistent_booleans_are_refused() {
+        assert!(exact_iou(&volumes(1.0, 1.0, 0.5, 1.0)).is_err(), "inclusion-exclusion broken");
+        assert!(exact_iou(&volumes(1.0, 1.0, 1.5, 0.5)).is_err(), "common larger than a shape");
+        assert!(exact_iou(&volumes(1.0, 1.0, 0.0, 0.0)).is_err(), "empty fusion");
+        assert!(exact_iou(&volumes(1.0, 1.0, f64::NAN, 2.0)).is_err());
+    }
+}
