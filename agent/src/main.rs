@@ -5,6 +5,8 @@
 
 mod bench;
 mod env;
+mod eval_bench;
+mod eval_cmd;
 mod exec;
 
 use std::path::PathBuf;
@@ -41,6 +43,14 @@ enum Cmd {
     Schema,
     /// Measure the FreeCAD worker: per-command latency and batch throughput.
     Bench(bench::BenchArgs),
+    /// Score predicted models against ground truths: CR, mIoU, CD, HD, HD95.
+    ///
+    /// PRED and GT are model files (.step, .stp, .FCStd, program .json) or directories
+    /// whose files pair up by stem. A missing or broken prediction counts as not compiled;
+    /// a missing ground truth is an error. Conventions: see the README's Evaluation section.
+    Eval(Box<eval_cmd::EvalArgs>),
+    /// Measure evaluation speed on a directory of STEP files scored against themselves.
+    BenchEval(eval_bench::BenchEvalArgs),
     /// Run a FreeCAD worker on stdin/stdout (started by vision2cad itself).
     #[command(hide = true)]
     Worker,
@@ -105,6 +115,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Bench(args) => bench::run(&args),
+        Cmd::Eval(args) => eval_cmd::run(&args),
+        Cmd::BenchEval(args) => eval_bench::run(&args),
         Cmd::Worker => unreachable!("handled before logging starts"),
     }
 }

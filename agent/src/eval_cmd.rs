@@ -1,0 +1,108 @@
+//! `vision2cad eval`: score predictions against ground truths (CR, mIoU, CD, HD, HD95)
+//! under the `static` or `edit10` protocol. The table goes to stdout, the progress bar to
+//! stderr, the JSON summary and per-sample rows to files.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use eval::{EvalOptions, Normalization, Protocol, Report};
+use freecad_bridge::WorkerPool;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::WorkerArgs;
+use crate::exec::write_atomic;
+
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    /// Predicted model (.step, .stp, .FCStd or program .json), or a directory of them.
+    #[arg(long)]
+    pub pred: PathBuf,
+    /// Ground-truth model, or a directory of them; files pair up with predictions by stem.
+    #[arg(long)]
+    pub gt: PathBuf,
+    /// `static`, or `edit10` (every extrusion depth x1.1 in both models first).
+    #[arg(long, default_value = "static")]
+    pub protocol: Protocol,
+    /// `unit-cube` (bounding box to [-0.5, 0.5]^3), `none` (model units) or `inertia`.
+    #[arg(long = "normalize", default_value = "unit-cube")]
+    pub normalization: Normalization,
+    /// Surface points sampled per shape.
+    #[arg(long, default_value_t = eval::DEFAULT_POINTS)]
+    pub points: usize,
+    /// Write the summary and every sample as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write one JSON line per sample.
+    #[arg(long)]
+    pub jsonl: Option<PathBuf>,
+    /// Also compute the voxel IoU of every sample (`iou_voxel`), to check it against the
+    /// exact one.
+    #[arg(long)]
+    pub voxel_check: bool,
+    /// FreeCAD workers (0: one per core). The results do not depend on it.
+    #[arg(long, default_value_t = 0)]
+    pub workers: usize,
+    #[command(flatten)]
+    pub worker: WorkerArgs,
+}
+
+impl EvalArgs {
+    pub fn options(&self) -> Result<EvalOptions> {
+        anyhow::ensure!(self.points > 0, "--points must be at least 1");
+        Ok(EvalOptions {
+            protocol: self.protocol,
+            normalization: self.normalization,
+            points: self.points,
+            voxel_check: self.voxel_check,
+        })
+    }
+}
+
+pub fn run(args: &EvalArgs) -> Result<ExitCode> {
+    let options = args.options()?;
+    let pairs = eval::pair_paths(&args.pred, &args.gt)?;
+    let pool = WorkerPool::new(args.worker.config()?, args.workers);
+    let bar = progress_bar(pairs.len() as u64);
+    let report = eval::evaluate(&pool, &pairs, &options, || bar.inc(1));
+    bar.finish_and_clear();
+    let report = report?;
+    write_outputs(&report, args.json.as_deref(), args.jsonl.as_deref())?;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_all(report.table().as_bytes()).and_then(|()| stdout.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(e).context("cannot write the table");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn write_outputs(report: &Report, json: Option<&Path>, jsonl: Option<&Path>) -> Result<()> {
+    if let Some(path) = json {
+        let mut text = serde_json::to_string_pretty(report)?;
+        text.push('\n');
+        write_atomic(path, text.as_bytes())?;
+    }
+    if let Some(path) = jsonl {
+        let mut text = String::new();
+        for sample in &report.samples {
+            text.push_str(&serde_json::to_string(sample)?);
+            text.push('\n');
+        }
+        write_atomic(path, text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// A bar on stderr; hidden where stderr is not a terminal, plain where NO_COLOR is set.
+pub fn progress_bar(len: u64) -> ProgressBar {
+    let color = std::env::var_os(crate::env::NO_COLOR).is_none();
+    let template = if color {
+        "{spinner:.green} [{elapsed_precise}] {bar:40.cyan/blue} {pos}/{len} samples (eta {eta})"
+    } else {
+        "[{elapsed_precise}] {bar:40} {pos}/{len} samples (eta {eta})"
+    };
+    let style = ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar());
+    ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr()).with_style(style)
+}
