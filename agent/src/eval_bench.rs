@@ -86,11 +86,8 @@ pub fn run(args: &BenchEvalArgs) -> Result<ExitCode> {
         println!("{n:>8} {total:>12.1} {kernel:>12.1} {metrics:>12.1}");
         per_pair.push(json!({"points": n, "total_ms": total, "kernel_ms": kernel, "metrics_ms": metrics}));
         if meshes.is_empty() {
-            meshes = detailed
-                .into_iter()
-                .zip(few)
-                .filter_map(|(d, p)| d.meshes.map(|(_, gt)| (p.id.clone(), gt)))
-                .collect();
+            meshes =
+                detailed.into_iter().zip(few).filter_map(|(d, p)| d.meshes.map(|(_, gt)| (p.id.clone(), gt))).collect();
         }
     }
     drop(pool);

@@ -14,7 +14,7 @@ pub struct Mesh {
 impl Mesh {
     /// Take the worker's flat arrays, refusing out-of-range indices and non-finite points.
     pub fn from_flat(mesh: TriangleMesh) -> Result<Mesh, String> {
-        if mesh.positions.len() % 3 != 0 || mesh.triangles.len() % 3 != 0 {
+        if !mesh.positions.len().is_multiple_of(3) || !mesh.triangles.len().is_multiple_of(3) {
             return Err("the mesh arrays are not triples".into());
         }
         let positions: Vec<[f64; 3]> = mesh.positions.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
@@ -100,7 +100,8 @@ pub fn topology(mesh: &Mesh, tolerance: f64) -> Topology {
         }
     }
     let watertight = !edges.is_empty() && edges.values().all(|&n| n == 2);
-    let mut roots: Vec<u32> = (0..parent.len() as u32).filter(|&v| used[v as usize]).map(|v| find(&mut parent, v)).collect();
+    let mut roots: Vec<u32> =
+        (0..parent.len() as u32).filter(|&v| used[v as usize]).map(|v| find(&mut parent, v)).collect();
     roots.sort_unstable();
     roots.dedup();
     Topology { watertight, components: roots.len() }
@@ -164,7 +165,13 @@ pub(crate) mod tests {
     /// (as a per-face tessellation delivers them).
     pub fn box_mesh(lo: [f64; 3], hi: [f64; 3]) -> Mesh {
         let mut m = Mesh::default();
-        let corner = |i: usize| [if i & 1 == 0 { lo[0] } else { hi[0] }, if i & 2 == 0 { lo[1] } else { hi[1] }, if i & 4 == 0 { lo[2] } else { hi[2] }];
+        let corner = |i: usize| {
+            [
+                if i & 1 == 0 { lo[0] } else { hi[0] },
+                if i & 2 == 0 { lo[1] } else { hi[1] },
+                if i & 4 == 0 { lo[2] } else { hi[2] },
+            ]
+        };
         // Faces as corner indices, counter-clockwise seen from outside.
         let faces = [[0, 2, 3, 1], [4, 5, 7, 6], [0, 1, 5, 4], [2, 6, 7, 3], [0, 4, 6, 2], [1, 3, 7, 5]];
         for f in faces {

@@ -131,17 +131,15 @@ fn symmetric_eigen(m: [[f64; 3]; 3]) -> ([f64; 3], [[f64; 3]; 3]) {
             let c = 1.0 / (t * t + 1.0).sqrt();
             let s = t * c;
             // a <- J^T a J, v <- v J for the rotation J in the (p, q) plane.
-            for k in 0..3 {
-                let akp = a[k][p];
-                let akq = a[k][q];
-                a[k][p] = c * akp - s * akq;
-                a[k][q] = s * akp + c * akq;
+            for row in a.iter_mut() {
+                let (akp, akq) = (row[p], row[q]);
+                row[p] = c * akp - s * akq;
+                row[q] = s * akp + c * akq;
             }
+            let (row_p, row_q) = (a[p], a[q]);
             for k in 0..3 {
-                let apk = a[p][k];
-                let aqk = a[q][k];
-                a[p][k] = c * apk - s * aqk;
-                a[q][k] = s * apk + c * aqk;
+                a[p][k] = c * row_p[k] - s * row_q[k];
+                a[q][k] = s * row_p[k] + c * row_q[k];
             }
             for row in v.iter_mut() {
                 let vp = row[p];
@@ -172,8 +170,7 @@ mod tests {
         let rx = [[1.0, 0.0, 0.0], [0.0, c2, -s2], [0.0, s2, c2]];
         let r: [[f64; 3]; 3] = [0, 1, 2].map(|i| [0, 1, 2].map(|j| (0..3).map(|k| rx[i][k] * rz[k][j]).sum()));
         let d = [1.0, 2.0, 3.0];
-        let m: [[f64; 3]; 3] =
-            [0, 1, 2].map(|i| [0, 1, 2].map(|j| (0..3).map(|k| r[i][k] * d[k] * r[j][k]).sum()));
+        let m: [[f64; 3]; 3] = [0, 1, 2].map(|i| [0, 1, 2].map(|j| (0..3).map(|k| r[i][k] * d[k] * r[j][k]).sum()));
         let (moments, axes) = principal_axes(m);
         for (got, want) in moments.iter().zip(d) {
             assert!((got - want).abs() < 1e-12, "{moments:?}");

@@ -103,7 +103,8 @@ fn build(session: &mut Session, path: &Path, protocol: Protocol) -> Result<(), S
     match ModelKind::of(path) {
         Some(ModelKind::Program) => {
             let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let program = parse_program(&text).map_err(|e| format!("{} is not a valid program: {e}", path.display()))?;
+            let program =
+                parse_program(&text).map_err(|e| format!("{} is not a valid program: {e}", path.display()))?;
             session.execute_program(&program).map_err(|e| format!("program failed at {e}"))?;
         }
         Some(_) => {
