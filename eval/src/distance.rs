@@ -1,8 +1,9 @@
 //! Chamfer and Hausdorff distances between two point samples, as the metrics document
 //! defines them: `d(x, S)` is the distance from `x` to the nearest sampled point of `S`.
 
-use kiddo::{ImmutableKdTree, SquaredEuclidean};
 use rayon::prelude::*;
+
+use crate::kdtree::KdTree;
 
 /// Surface distances of one sample.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,8 +30,8 @@ pub fn surface_distances(p: &[[f64; 3]], g: &[[f64; 3]]) -> SurfaceDistances {
 
 /// For each point of `from`, the squared distance to the nearest point of `to`.
 fn squared_nearest(from: &[[f64; 3]], to: &[[f64; 3]]) -> Vec<f64> {
-    let tree: ImmutableKdTree<f64, 3> = ImmutableKdTree::new_from_slice(to);
-    from.par_iter().with_min_len(1024).map(|q| tree.nearest_one::<SquaredEuclidean>(q).distance).collect()
+    let tree = KdTree::new(to);
+    from.par_iter().with_min_len(512).map(|q| tree.nearest_squared(q)).collect()
 }
 
 /// Nearest-rank 95th percentile: the value at rank ceil(0.95 n), so the largest

@@ -18,7 +18,8 @@
 //!   sorted extent, volume within 2%.
 //!
 //! The kernel work (building models, booleans, meshing) runs in FreeCAD workers of a
-//! [`WorkerPool`]; sampling, nearest neighbours (a k-d tree, `kiddo`), voxels and the
+//! [`WorkerPool`]; sampling, nearest neighbours (a k-d tree with tight node boxes, see
+//! `kdtree.rs` for why not a general-purpose crate), voxels and the
 //! reductions run here, in a fixed order, so a report is the same to the last digit for the
 //! same inputs whatever the number of workers or threads.
 //!
@@ -41,6 +42,7 @@
 
 mod distance;
 mod error;
+mod kdtree;
 mod mesh;
 mod normalize;
 mod pairs;
@@ -54,6 +56,7 @@ use serde::{Deserialize, Serialize};
 
 pub use distance::{SurfaceDistances, surface_distances};
 pub use error::EvalError;
+pub use kdtree::KdTree;
 pub use mesh::{Mesh, Topology, topology};
 pub use normalize::{FLIPS, Normalization, principal_axes, transform};
 pub use pairs::{ModelKind, Pair, pair_paths};
