@@ -15,6 +15,27 @@ use crate::exec::read_program;
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    pub what: BenchWhat,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchWhat {
+    /// The FreeCAD worker: per-command latency and batch throughput with N workers.
+    Worker(WorkerBench),
+    /// The views: a tagged view of a finely tessellated part, single-threaded.
+    Render(RenderBench),
+}
+
+pub fn run(args: &BenchArgs) -> Result<ExitCode> {
+    match &args.what {
+        BenchWhat::Worker(w) => run_worker(w),
+        BenchWhat::Render(r) => run_render(r),
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WorkerBench {
     /// Directory of example programs (*.json).
     #[arg(long, default_value = "assets/programs")]
     pub programs: PathBuf,
@@ -43,7 +64,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
     if n % 2 == 1 { xs[n / 2] } else { (xs[n / 2 - 1] + xs[n / 2]) / 2.0 }
 }
 
-pub fn run(args: &BenchArgs) -> Result<ExitCode> {
+fn run_worker(args: &WorkerBench) -> Result<ExitCode> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&args.programs)
         .with_context(|| format!("cannot read {}", args.programs.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -97,6 +118,78 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if let Some(path) = &args.json {
         let report = json!({"latency": latency, "throughput": throughput, "programs": paths.len()});
         crate::exec::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RenderBench {
+    /// The part (program .json, .step or .FCStd).
+    #[arg(long, default_value = "assets/programs/flange_revolve.json")]
+    pub model: PathBuf,
+    /// Tessellate finer until the part has at least this many triangles.
+    #[arg(long, default_value_t = 20_000)]
+    pub triangles: usize,
+    #[arg(long, default_value_t = 20)]
+    pub repeat: usize,
+    #[arg(long, default_value_t = 500)]
+    pub size: u32,
+    #[command(flatten)]
+    pub worker: WorkerArgs,
+}
+
+fn time_ms<T>(repeat: usize, mut f: impl FnMut() -> T) -> (f64, T) {
+    let mut times = Vec::new();
+    let mut last = None;
+    for _ in 0..repeat.max(1) {
+        let started = Instant::now();
+        last = Some(f());
+        times.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    (median(times), last.expect("ran at least once"))
+}
+
+fn run_render(args: &RenderBench) -> Result<ExitCode> {
+    let mut session = args.worker.session()?;
+    crate::exec::open_model(&mut session, &args.model)?;
+    let diagonal = session.state().bbox.as_ref().map_or(1.0, |b| b.diagonal());
+    let mut deflection = diagonal * 1e-3;
+    let mut tessellation = session.tessellate(deflection, 0.2)?;
+    for _ in 0..16 {
+        if tessellation.triangle_count() >= args.triangles {
+            break;
+        }
+        deflection /= 1.6;
+        tessellation = session.tessellate(deflection, 0.2)?;
+    }
+    let (tessellate_ms, _) = time_ms(args.repeat.min(5), || session.tessellate(deflection, 0.2));
+    let state = session.state().clone();
+    let opts = views::Options { size: args.size, ..views::Options::default() };
+    let (scene_ms, scene) = time_ms(args.repeat, || views::Scene::new(&tessellation, &state));
+    let (target_ms, _) = time_ms(args.repeat, || views::target(&scene, &opts));
+    let (tagged_ms, tagged) = time_ms(args.repeat, || views::tagged(&scene, &state, &opts));
+    let (png_ms, _) = time_ms(args.repeat, || {
+        let mut bytes = std::io::Cursor::new(Vec::new());
+        tagged.image.write_to(&mut bytes, image::ImageFormat::Png).map(|()| bytes.into_inner().len())
+    });
+    println!(
+        "{}: {} triangles, {} edges, {}x{} px, median of {} runs, one thread",
+        args.model.display(),
+        tessellation.triangle_count(),
+        state.edges.len(),
+        args.size,
+        args.size,
+        args.repeat.max(1)
+    );
+    println!("{:<34} {:>10} {:>16}", "step", "median ms", "x tagged view");
+    for (name, ms) in [
+        ("tagged view (render + labels)", tagged_ms),
+        ("target view", target_ms),
+        ("scene from tessellation", scene_ms),
+        ("reference: PNG encode of the view", png_ms),
+        ("reference: FreeCAD tessellation", tessellate_ms),
+    ] {
+        println!("{name:<34} {ms:>10.2} {:>15.2}x", ms / tagged_ms);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -8,6 +8,7 @@ mod env;
 mod eval_bench;
 mod eval_cmd;
 mod exec;
+mod render;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,9 +40,11 @@ enum Cmd {
         #[command(flatten)]
         worker: WorkerArgs,
     },
+    /// Render what the VLM sees: target, tagged, sketch-plane or preview views (PNG).
+    Render(Box<render::RenderArgs>),
     /// Print the JSON Schema of programs.
     Schema,
-    /// Measure the FreeCAD worker: per-command latency and batch throughput.
+    /// Measure: the FreeCAD worker (latency, throughput) or the views (render time).
     Bench(bench::BenchArgs),
     /// Score predicted models against ground truths: CR, mIoU, CD, HD, HD95.
     ///
@@ -110,6 +113,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             println!("{}", serde_json::to_string_pretty(session.state())?);
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Render(args) => render::run(&args),
         Cmd::Schema => {
             println!("{}", serde_json::to_string_pretty(&freecad_bridge::program_schema())?);
             Ok(ExitCode::SUCCESS)

@@ -146,6 +146,14 @@ impl Raster {
         for (t, tri) in scene.triangles.iter().enumerate() {
             let [a, b, c] = tri.map(|i| i as usize);
             let (Some(pa), Some(pb), Some(pc)) = (screen[a], screen[b], screen[c]) else { continue };
+            // Triangles follow their face's outward normal, so on a closed solid the ones
+            // facing away are always behind others: skipping them halves the work.
+            let (pa3, pb3, pc3) = (&scene.positions[a], &scene.positions[b], &scene.positions[c]);
+            let normal = (pb3 - pa3).cross(&(pc3 - pa3));
+            let view = if perspective { eye - pa3 } else { to_eye };
+            if normal.dot(&view) < 0.0 {
+                continue;
+            }
             let base = match scene.triangle_material[t] {
                 Material::Part => None,
                 Material::Added => Some(style.added),
@@ -170,17 +178,46 @@ impl Raster {
         if area.abs() < 1e-12 {
             return;
         }
-        let min_x = p.iter().map(|q| q.x).fold(f64::INFINITY, f64::min).floor().max(0.0) as i64;
-        let max_x = p.iter().map(|q| q.x).fold(f64::NEG_INFINITY, f64::max).ceil().min((self.sw() - 1) as f64) as i64;
         let min_y = p.iter().map(|q| q.y).fold(f64::INFINITY, f64::min).floor().max(0.0) as i64;
         let max_y = p.iter().map(|q| q.y).fold(f64::NEG_INFINITY, f64::max).ceil().min((self.sh() - 1) as f64) as i64;
         let sw = self.sw();
+        // Each edge as (y range, x at y = 0, dx/dy), to find a row's span with a multiply.
+        let edges: [(f64, f64, f64, f64); 3] = [(p[0], p[1]), (p[1], p[2]), (p[2], p[0])].map(|(a, b)| {
+            let slope = if (b.y - a.y).abs() < 1e-12 { 0.0 } else { (b.x - a.x) / (b.y - a.y) };
+            (a.y.min(b.y), a.y.max(b.y), a.x - a.y * slope, slope)
+        });
+        let (x_lo, x_hi) = (p.iter().map(|q| q.x).fold(f64::INFINITY, f64::min), p.iter().map(|q| q.x).fold(f64::NEG_INFINITY, f64::max));
         for y in min_y..=max_y {
             let cy = y as f64 + 0.5;
-            for x in min_x..=max_x {
-                let cx = x as f64 + 0.5;
-                let w0 = ((p[1].x - cx) * (p[2].y - cy) - (p[2].x - cx) * (p[1].y - cy)) / area;
-                let w1 = ((p[2].x - cx) * (p[0].y - cy) - (p[0].x - cx) * (p[2].y - cy)) / area;
+            // Only the span of this row inside the triangle: long slivers (fans on annuli)
+            // would otherwise cost their whole bounding box.
+            let mut lo = f64::INFINITY;
+            let mut hi = f64::NEG_INFINITY;
+            for &(y0, y1, x0, slope) in &edges {
+                if cy >= y0 && cy <= y1 {
+                    let x = x0 + cy * slope;
+                    lo = lo.min(x);
+                    hi = hi.max(x);
+                }
+            }
+            if lo > hi {
+                continue;
+            }
+            let (lo, hi) = (lo.max(x_lo), hi.min(x_hi));
+            let x_from = (lo - 0.5).floor().max(0.0) as i64;
+            let x_to = (hi - 0.5).ceil().min((sw - 1) as f64) as i64;
+            // Barycentric weights are linear in x: step them along the row.
+            let cx0 = x_from as f64 + 0.5;
+            let mut w0 = ((p[1].x - cx0) * (p[2].y - cy) - (p[2].x - cx0) * (p[1].y - cy)) / area;
+            let mut w1 = ((p[2].x - cx0) * (p[0].y - cy) - (p[0].x - cx0) * (p[2].y - cy)) / area;
+            let (dw0, dw1) = ((p[1].y - p[2].y) / area, (p[2].y - p[0].y) / area);
+            for x in x_from..=x_to {
+                let (w0, w1) = {
+                    let current = (w0, w1);
+                    w0 += dw0;
+                    w1 += dw1;
+                    current
+                };
                 let w2 = 1.0 - w0 - w1;
                 if w0 < -1e-9 || w1 < -1e-9 || w2 < -1e-9 {
                     continue;

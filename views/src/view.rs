@@ -87,7 +87,8 @@ pub struct LabelMeta {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Unlabelled {
     pub id: String,
-    /// `too small`, `hidden`, `no room`, `outside the window`.
+    /// `too small`, `hidden`, `no room`, `outside the window`, `covered by another edge or
+    /// seen end-on` (sketch views).
     pub reason: String,
 }
 
@@ -154,7 +155,7 @@ pub fn tagged(scene: &Scene, state: &ModelState, opts: &Options) -> View {
     let legend = legend(&mut image, &camera);
     let mut keep_out = vec![legend];
     keep_out.extend(part_box(&ids));
-    let (requests, unlabelled) = label_requests(&ids, state, scene, &camera, opts.labels, |_| true);
+    let (requests, unlabelled) = label_requests(&ids, state, scene, &camera, opts.labels, |_| true, "hidden");
     let (placed, unlabelled) = place_labels(&mut image, requests, unlabelled, &keep_out);
     View { meta: meta(&image, camera, placed, unlabelled), image, ids }
 }
@@ -235,6 +236,7 @@ fn label_requests(
     camera: &Camera,
     kinds: LabelKinds,
     in_view: impl Fn(usize) -> bool,
+    unseen: &str,
 ) -> (Vec<Request>, Vec<Unlabelled>) {
     let mut requests = Vec::new();
     let mut unlabelled = Vec::new();
@@ -245,7 +247,7 @@ fn label_requests(
             if !in_view(e) {
                 unlabelled.push(Unlabelled { id, reason: "outside the window".into() });
             } else if px.is_empty() {
-                unlabelled.push(Unlabelled { id, reason: "hidden".into() });
+                unlabelled.push(Unlabelled { id, reason: unseen.into() });
             } else if px.len() < MIN_EDGE_PIXELS {
                 unlabelled.push(Unlabelled { id, reason: "too small".into() });
             } else {
@@ -552,7 +554,7 @@ pub fn sketch(scene: &Scene, state: &ModelState, frame: &Frame, window: Option<W
         sketch_meta.edges[e].points.iter().any(|p| (-0.02..=1.02).contains(&p[0]) && (-0.02..=1.02).contains(&p[1]))
     };
     let kinds = LabelKinds { edges: true, faces: false, vertices: false };
-    let (mut requests, unlabelled) = label_requests(&ids, state, scene, &camera, kinds, in_window);
+    let (mut requests, unlabelled) = label_requests(&ids, state, scene, &camera, kinds, in_window, "covered by another edge or seen end-on");
     for r in &mut requests {
         let e: usize = r.id[1..].parse::<usize>().unwrap_or(1) - 1;
         if in_plane.get(e).copied().unwrap_or(false) {
