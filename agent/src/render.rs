@@ -82,14 +82,19 @@ pub fn run(args: &RenderArgs) -> Result<ExitCode> {
         ..Options::default()
     };
     if let Some(d) = &args.direction {
-        anyhow::ensure!(d.iter().all(|x| x.is_finite()) && d.iter().any(|x| *x != 0.0), "--direction must be a non-zero vector");
+        anyhow::ensure!(
+            d.iter().all(|x| x.is_finite()) && d.iter().any(|x| *x != 0.0),
+            "--direction must be a non-zero vector"
+        );
         opts.direction = [d[0], d[1], d[2]];
     }
     if args.view == ViewKind::Sketch && args.sketch_plane.is_none() {
         bail!("--view sketch needs --sketch-plane (XY, XZ, YZ, a face ID such as F3, or a plane such as P1)");
     }
     let target = match &args.target {
-        Some(path) => Some(image::open(path).with_context(|| format!("cannot read target image {}", path.display()))?.to_rgb8()),
+        Some(path) => {
+            Some(image::open(path).with_context(|| format!("cannot read target image {}", path.display()))?.to_rgb8())
+        }
         None => None,
     };
     let mut session = args.worker.session()?;
@@ -133,12 +138,7 @@ pub fn scene_of(session: &mut Session) -> Result<Scene> {
     Ok(Scene::new(&tessellation, session.state()))
 }
 
-fn preview(
-    session: &mut Session,
-    model: &Path,
-    opts: &Options,
-    target: Option<&image::RgbImage>,
-) -> Result<View> {
+fn preview(session: &mut Session, model: &Path, opts: &Options, target: Option<&image::RgbImage>) -> Result<View> {
     let is_program = model.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
     anyhow::ensure!(is_program, "--view preview needs a program .json: its last command is the candidate");
     let program = read_program(model)?;

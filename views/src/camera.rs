@@ -72,16 +72,16 @@ impl Camera {
 
     /// A camera looking straight at a plane (`normal` towards the viewer), with the plane's
     /// `x_axis` to the right and `y_axis` up, and the point `center` at the image centre.
+    /// `axes` are the plane's x axis, y axis and normal.
     pub fn facing_plane(
         center: Point3<f64>,
-        x_axis: Vector3<f64>,
-        y_axis: Vector3<f64>,
-        normal: Vector3<f64>,
+        axes: [Vector3<f64>; 3],
         pixels_per_unit: f64,
         distance: f64,
         width: u32,
         height: u32,
     ) -> Camera {
+        let [x_axis, y_axis, normal] = axes;
         let eye = center + normal * distance;
         Camera {
             eye: eye.into(),

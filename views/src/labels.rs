@@ -102,8 +102,8 @@ fn assign_in_order(anchors: &[&Request], slots: &[Slot]) -> Vec<usize> {
     // cost[i][j]: best cost of placing anchors 0..=i with anchor i in slot j.
     let mut cost = vec![vec![f64::INFINITY; m]; n];
     let mut from = vec![vec![usize::MAX; m]; n];
-    for j in 0..m {
-        cost[0][j] = dist(0, j);
+    for (j, c) in cost[0].iter_mut().enumerate() {
+        *c = dist(0, j);
     }
     for i in 1..n {
         let mut best = f64::INFINITY;
@@ -223,7 +223,11 @@ mod tests {
     use super::*;
 
     fn requests(points: &[(f64, f64)]) -> Vec<Request> {
-        points.iter().enumerate().map(|(i, &a)| Request { id: format!("E{}", i + 1), anchor: a, priority: 1.0 }).collect()
+        points
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| Request { id: format!("E{}", i + 1), anchor: a, priority: 1.0 })
+            .collect()
     }
 
     #[test]

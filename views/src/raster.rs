@@ -127,13 +127,13 @@ impl Raster {
     pub fn draw_triangles(&mut self, scene: &Scene, camera: &Camera, style: &Style) {
         let cam = camera.scaled(self.ss);
         let perspective = cam.is_perspective();
-        let screen: Vec<Option<ScreenPoint>> = scene
-            .positions
-            .iter()
-            .map(|p| cam.project(p).map(|(x, y, depth)| ScreenPoint { x, y, depth }))
-            .collect();
+        let screen: Vec<Option<ScreenPoint>> =
+            scene.positions.iter().map(|p| cam.project(p).map(|(x, y, depth)| ScreenPoint { x, y, depth })).collect();
         let eye = Point3::from(cam.eye);
         let to_eye = cam.towards_eye();
+        // Overlays (added or removed material) coincide with the part's faces where they
+        // touch it: they win those ties.
+        let overlay_bias = (scene.bounding_sphere().1 * 1e-3) as f32;
         let shade: Vec<f32> = scene
             .positions
             .iter()
@@ -160,7 +160,8 @@ impl Raster {
                 Material::Removed => Some(style.removed),
             };
             let shades = [shade[a], shade[b], shade[c]];
-            self.fill_triangle([pa, pb, pc], shades, base, style, scene.triangle_face[t], perspective);
+            let bias = if base.is_some() { overlay_bias } else { 0.0 };
+            self.fill_triangle([pa, pb, pc], shades, base, style, scene.triangle_face[t], perspective, bias);
         }
     }
 
@@ -173,6 +174,7 @@ impl Raster {
         style: &Style,
         face: u32,
         perspective: bool,
+        depth_bias: f32,
     ) {
         let area = (p[1].x - p[0].x) * (p[2].y - p[0].y) - (p[2].x - p[0].x) * (p[1].y - p[0].y);
         if area.abs() < 1e-12 {
@@ -186,7 +188,10 @@ impl Raster {
             let slope = if (b.y - a.y).abs() < 1e-12 { 0.0 } else { (b.x - a.x) / (b.y - a.y) };
             (a.y.min(b.y), a.y.max(b.y), a.x - a.y * slope, slope)
         });
-        let (x_lo, x_hi) = (p.iter().map(|q| q.x).fold(f64::INFINITY, f64::min), p.iter().map(|q| q.x).fold(f64::NEG_INFINITY, f64::max));
+        let (x_lo, x_hi) = (
+            p.iter().map(|q| q.x).fold(f64::INFINITY, f64::min),
+            p.iter().map(|q| q.x).fold(f64::NEG_INFINITY, f64::max),
+        );
         for y in min_y..=max_y {
             let cy = y as f64 + 0.5;
             // Only the span of this row inside the triangle: long slivers (fans on annuli)
@@ -228,7 +233,7 @@ impl Raster {
                     w0 * p[0].depth + w1 * p[1].depth + w2 * p[2].depth
                 } as f32;
                 let i = (y * sw + x) as usize;
-                if depth >= self.depth[i] {
+                if depth - depth_bias >= self.depth[i] {
                     continue;
                 }
                 self.depth[i] = depth;
@@ -271,11 +276,9 @@ impl Raster {
                 for k in 0..=steps {
                     let t = k as f64 / steps as f64;
                     let (x, y) = (a.0 + (b.0 - a.0) * t, a.1 + (b.1 - a.1) * t);
-                    let depth = if cam.is_perspective() {
-                        1.0 / ((1.0 - t) / a.2 + t / b.2)
-                    } else {
-                        a.2 + (b.2 - a.2) * t
-                    } as f32;
+                    let depth =
+                        if cam.is_perspective() { 1.0 / ((1.0 - t) / a.2 + t / b.2) } else { a.2 + (b.2 - a.2) * t }
+                            as f32;
                     let (ix, iy) = (x.floor() as i64, y.floor() as i64);
                     let visible = always_visible || depth <= self.farthest_near(ix, iy, brush + 1) + eps;
                     if visible {

@@ -38,8 +38,7 @@ impl Scene {
         scene.add_mesh(tessellation, Material::Part, true);
         let t = tessellation;
         for w in t.edge_offsets.windows(2) {
-            let points =
-                (w[0] as usize..w[1] as usize).filter_map(|i| point(&t.edge_points, i)).collect::<Vec<_>>();
+            let points = (w[0] as usize..w[1] as usize).filter_map(|i| point(&t.edge_points, i)).collect::<Vec<_>>();
             scene.edges.push(points);
         }
         scene.vertices = state.vertices.iter().map(|v| Point3::from(v.point)).collect();

@@ -82,6 +82,8 @@ pub struct LabelMeta {
     pub rect: [f64; 4],
     /// Where the leader touches the entity.
     pub anchor: [f64; 2],
+    /// Where the leader meets the box.
+    pub port: [f64; 2],
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -188,9 +190,9 @@ fn place_labels(
         draw::label_box(image, p, px, color_of(&p.id));
     }
     unlabelled.extend(no_room.into_iter().map(|id| Unlabelled { id, reason: "no room".into() }));
-    unlabelled.sort_by(|a, b| natural(&a.id).cmp(&natural(&b.id)));
+    unlabelled.sort_by_key(|u| natural(&u.id));
     let mut metas: Vec<LabelMeta> = placed.iter().map(label_meta).collect();
-    metas.sort_by(|a, b| natural(&a.id).cmp(&natural(&b.id)));
+    metas.sort_by_key(|m| natural(&m.id));
     (metas, unlabelled)
 }
 
@@ -200,7 +202,7 @@ fn natural(id: &str) -> (u8, usize) {
 }
 
 fn label_meta(p: &Placed) -> LabelMeta {
-    LabelMeta { id: p.id.clone(), rect: p.rect, anchor: [p.anchor.0, p.anchor.1] }
+    LabelMeta { id: p.id.clone(), rect: p.rect, anchor: [p.anchor.0, p.anchor.1], port: [p.port.0, p.port.1] }
 }
 
 /// The screen box of everything drawn, a little enlarged: labels stay off the part.
@@ -210,7 +212,12 @@ fn part_box(ids: &IdBuffers) -> Option<Rect> {
         for x in 0..ids.width {
             let i = (y * ids.width + x) as usize;
             if ids.face[i] != NO_ENTITY || ids.edge[i] != NO_ENTITY {
-                r = [r[0].min(f64::from(x)), r[1].min(f64::from(y)), r[2].max(f64::from(x + 1)), r[3].max(f64::from(y + 1))];
+                r = [
+                    r[0].min(f64::from(x)),
+                    r[1].min(f64::from(y)),
+                    r[2].max(f64::from(x + 1)),
+                    r[3].max(f64::from(y + 1)),
+                ];
             }
         }
     }
@@ -252,7 +259,11 @@ fn label_requests(
                 unlabelled.push(Unlabelled { id, reason: "too small".into() });
             } else {
                 let anchor = edge_anchor(px, ids, e as u32);
-                requests.push(Request { id, anchor: (anchor.0 as f64 + 0.5, anchor.1 as f64 + 0.5), priority: px.len() as f64 });
+                requests.push(Request {
+                    id,
+                    anchor: (anchor.0 as f64 + 0.5, anchor.1 as f64 + 0.5),
+                    priority: px.len() as f64,
+                });
             }
         }
     }
@@ -268,7 +279,11 @@ fn label_requests(
             } else {
                 let best = px.iter().max_by_key(|&&(x, y)| depth[(y * i64::from(ids.width) + x) as usize]).copied();
                 if let Some((x, y)) = best {
-                    requests.push(Request { id, anchor: (x as f64 + 0.5, y as f64 + 0.5), priority: px.len() as f64 / 10.0 });
+                    requests.push(Request {
+                        id,
+                        anchor: (x as f64 + 0.5, y as f64 + 0.5),
+                        priority: px.len() as f64 / 10.0,
+                    });
                 }
             }
         }
@@ -279,7 +294,7 @@ fn label_requests(
                 .edges
                 .iter()
                 .enumerate()
-                .filter(|(_, e)| e.vertices.iter().any(|id| *id == vertex.id))
+                .filter(|(_, e)| e.vertices.contains(&vertex.id))
                 .map(|(i, _)| i as u32)
                 .collect();
             let found = scene.vertices.get(v).and_then(|p| camera.project(p)).and_then(|(x, y, _)| {
@@ -318,7 +333,9 @@ fn edge_anchor(pixels: &[(i64, i64)], ids: &IdBuffers, edge: u32) -> (i64, i64) 
     *pixels
         .iter()
         .min_by(|a, b| {
-            let score = |p: &(i64, i64)| ((p.0 as f64 - cx).powi(2) + (p.1 as f64 - cy).powi(2)).sqrt() + 4.0 * crowding(p.0, p.1);
+            let score = |p: &(i64, i64)| {
+                ((p.0 as f64 - cx).powi(2) + (p.1 as f64 - cy).powi(2)).sqrt() + 4.0 * crowding(p.0, p.1)
+            };
             score(a).total_cmp(&score(b))
         })
         .unwrap_or(&pixels[0])
@@ -394,7 +411,11 @@ fn legend(image: &mut RgbImage, camera: &Camera) -> Rect {
     let h = f64::from(image.height());
     let origin = (22.0, h - 22.0);
     let (right, up) = (Vector3::from(camera.right), Vector3::from(camera.up));
-    let axes = [("X", Vector3::x(), Rgb([200, 40, 40])), ("Y", Vector3::y(), Rgb([30, 150, 60])), ("Z", Vector3::z(), Rgb([40, 80, 210]))];
+    let axes = [
+        ("X", Vector3::x(), Rgb([200, 40, 40])),
+        ("Y", Vector3::y(), Rgb([30, 150, 60])),
+        ("Z", Vector3::z(), Rgb([40, 80, 210])),
+    ];
     for (name, axis, color) in axes {
         let tip = (origin.0 + 15.0 * axis.dot(&right), origin.1 - 15.0 * axis.dot(&up));
         draw::line(image, origin, tip, color);
@@ -474,8 +495,12 @@ const SKETCH_SAMPLES: usize = 24;
 /// the part's outline on the plane, with a margin), the part's edges projected onto the
 /// plane and labelled by ID.
 pub fn sketch(scene: &Scene, state: &ModelState, frame: &Frame, window: Option<Window>, opts: &Options) -> View {
-    let (o, ex, ey, n) =
-        (Vector3::from(frame.origin), Vector3::from(frame.x_axis), Vector3::from(frame.y_axis), Vector3::from(frame.normal));
+    let (o, ex, ey, n) = (
+        Vector3::from(frame.origin),
+        Vector3::from(frame.x_axis),
+        Vector3::from(frame.y_axis),
+        Vector3::from(frame.normal),
+    );
     let local = |p: &Point3<f64>| ((p.coords - o).dot(&ex), (p.coords - o).dot(&ey));
     let window = window.unwrap_or_else(|| {
         let mut lo = (f64::INFINITY, f64::INFINITY);
@@ -498,7 +523,7 @@ pub fn sketch(scene: &Scene, state: &ModelState, frame: &Frame, window: Option<W
     let center = Point3::from(o + ex * center_local.0 + ey * center_local.1);
     let (scene_center, radius) = scene.bounding_sphere();
     let distance = 4.0 * (radius + (scene_center - center).norm()) + window.size;
-    let camera = Camera::facing_plane(center, ex, ey, n, grid_px / window.size, distance, opts.size, opts.size);
+    let camera = Camera::facing_plane(center, [ex, ey, n], grid_px / window.size, distance, opts.size, opts.size);
 
     let tolerance = 1e-6 * (1.0 + radius);
     let in_plane: Vec<bool> = scene
@@ -554,7 +579,8 @@ pub fn sketch(scene: &Scene, state: &ModelState, frame: &Frame, window: Option<W
         sketch_meta.edges[e].points.iter().any(|p| (-0.02..=1.02).contains(&p[0]) && (-0.02..=1.02).contains(&p[1]))
     };
     let kinds = LabelKinds { edges: true, faces: false, vertices: false };
-    let (mut requests, unlabelled) = label_requests(&ids, state, scene, &camera, kinds, in_window, "covered by another edge or seen end-on");
+    let (mut requests, unlabelled) =
+        label_requests(&ids, state, scene, &camera, kinds, in_window, "covered by another edge or seen end-on");
     for r in &mut requests {
         let e: usize = r.id[1..].parse::<usize>().unwrap_or(1) - 1;
         if in_plane.get(e).copied().unwrap_or(false) {
@@ -580,7 +606,12 @@ fn draw_grid(image: &mut RgbImage, ids: &IdBuffers, meta: &SketchMeta) {
             let across = gx + t * g;
             for (x, y) in [(across, gy + i as f64), (along, gy + t * g)] {
                 let (xi, yi) = (x.round() as i64, y.round() as i64);
-                if ids.edge_at(xi, yi) == NO_ENTITY && xi >= 0 && yi >= 0 && xi < i64::from(image.width()) && yi < i64::from(image.height()) {
+                if ids.edge_at(xi, yi) == NO_ENTITY
+                    && xi >= 0
+                    && yi >= 0
+                    && xi < i64::from(image.width())
+                    && yi < i64::from(image.height())
+                {
                     let keep = image.get_pixel(xi as u32, yi as u32);
                     // Lines go over the faint part and the background, never over edges.
                     if !major && keep.0 != [255, 255, 255] && keep.0.iter().all(|&c| c < 200) {

@@ -41,3 +41,10 @@ pub fn assert_close(actual: f64, expected: f64, what: &str) {
     let tolerance = 1e-7 * expected.abs().max(1.0);
     assert!((actual - expected).abs() <= tolerance, "{what}: got {actual}, expected {expected}");
 }
+
+/// The public test data (`VISION2CAD_DATA`, default `../shared/data`), if present.
+pub fn data_dir() -> Option<PathBuf> {
+    let dir =
+        std::env::var_os("VISION2CAD_DATA").map(PathBuf::from).unwrap_or_else(|| repo_root().join("../shared/data"));
+    dir.is_dir().then_some(dir)
+}
