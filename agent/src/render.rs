@@ -70,6 +70,8 @@ pub struct RenderArgs {
 }
 
 pub fn run(args: &RenderArgs) -> Result<ExitCode> {
+    let is_png = args.out.extension().is_some_and(|e| e.eq_ignore_ascii_case("png"));
+    anyhow::ensure!(is_png, "--out must name a .png file, got {}", args.out.display());
     let mut opts = Options {
         size: args.size,
         perspective: args.perspective,
@@ -160,8 +162,6 @@ fn preview(session: &mut Session, model: &Path, opts: &Options, target: Option<&
 }
 
 fn write_view(view: &View, out: &Path, meta: Option<&Path>) -> Result<()> {
-    let is_png = out.extension().is_some_and(|e| e.eq_ignore_ascii_case("png"));
-    anyhow::ensure!(is_png, "--out must name a .png file, got {}", out.display());
     let tmp = out.with_extension("partial.png");
     view.image.save(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, out).with_context(|| format!("cannot write {}", out.display()))?;

@@ -157,3 +157,49 @@ fn the_committed_schema_is_the_one_the_binary_prints() {
     let committed = read_json(&repo_root().join("assets/schema/program.schema.json"));
     assert_eq!(printed, committed, "regenerate with: vision2cad schema > assets/schema/program.schema.json");
 }
+
+#[test]
+fn render_writes_views_and_their_metadata() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let model = example_path("plate_counterbore");
+    let model = model.to_str().expect("path");
+    let out = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    for (view, extra) in [
+        ("target", vec![]),
+        ("tagged", vec!["--labels", "edges,faces"]),
+        ("sketch", vec!["--sketch-plane", "F5"]),
+        ("preview", vec![]),
+    ] {
+        let png = out(&format!("{view}.png"));
+        let meta = out(&format!("{view}.json"));
+        let mut args = vec!["render", model, "--view", view, "--out", &png, "--meta", &meta, "--size", "300"];
+        args.extend(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{view}: {}", stderr(&o));
+        let image = image::open(&png).expect("a PNG");
+        assert_eq!(image.height(), 300);
+        let meta = read_json(Path::new(&meta));
+        assert_eq!(meta["height"], 300);
+        assert!(meta["camera"]["forward"].is_array() && meta["labels"].is_array() && meta["unlabelled"].is_array());
+        if view == "tagged" {
+            let labels = meta["labels"].as_array().expect("labels");
+            assert!(labels.iter().any(|l| l["id"] == "F5"), "faces were asked for");
+            for l in labels {
+                assert!(l["id"].is_string() && l["box"].as_array().map(Vec::len) == Some(4) && l["anchor"].is_array());
+            }
+        }
+        if view == "sketch" {
+            assert!(meta["sketch"]["view_to_local"].is_array() && meta["sketch"]["edges"].is_array());
+        }
+    }
+    let failures: [(&[&str], &str); 3] = [
+        (&["render", model, "--view", "sketch", "--out", &out("s.png")], "--sketch-plane"),
+        (&["render", model, "--out", &out("x.jpg")], ".png"),
+        (&["render", model, "--view", "sketch", "--sketch-plane", "F7", "--out", &out("s.png")], "planar"),
+    ];
+    for (args, needle) in failures {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+}
