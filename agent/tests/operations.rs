@@ -259,3 +259,22 @@ fn tessellation_comes_back_as_flat_arrays_per_face_and_edge() {
         assert!((0..3).all(|k| (first[k] - start[k]).abs() < 1e-9), "{} starts at its start vertex", edge.id);
     }
 }
+
+#[test]
+fn a_plane_can_take_any_frame_from_an_origin_and_a_chain_of_rotations() {
+    let mut s = session();
+    let p = common::program(
+        r#"{"commands": [
+        {"op": "plane", "name": "P1", "on": "XY", "at": [3, 4], "offset": 5,
+         "rotation": [{"axis": "z", "angle": 90}, {"axis": "x", "angle": 30}]}
+    ]}"#,
+    );
+    s.execute_program(&p).expect("plane");
+    let frame = s.state().feature("P1").and_then(|f| f.frame.clone()).expect("frame");
+    let (sin, cos) = 30f64.to_radians().sin_cos();
+    let close = |a: [f64; 3], b: [f64; 3]| (0..3).all(|i| (a[i] - b[i]).abs() < 1e-9);
+    assert!(close(frame.origin, [3.0, 4.0, 5.0]), "{:?}", frame.origin);
+    // Spun 90 degrees: x along global y; then tilted 30 degrees about that axis.
+    assert!(close(frame.x_axis, [0.0, 1.0, 0.0]), "{:?}", frame.x_axis);
+    assert!(close(frame.normal, [sin, 0.0, cos]), "{:?}", frame.normal);
+}

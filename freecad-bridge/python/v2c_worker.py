@@ -467,20 +467,22 @@ def add_plane(cmd):
     plane.Support = [support]
     plane.MapMode = "FlatFace"
     MODEL.doc.recompute()
-    offset = FreeCAD.Placement(V(0, 0, cmd.get("offset", 0.0)), FreeCAD.Rotation())
-    rot = cmd.get("rotation")
-    if rot is not None:
+    at_u, at_v = cmd.get("at", (0.0, 0.0))
+    current = FreeCAD.Placement(V(at_u, at_v, cmd.get("offset", 0.0)), FreeCAD.Rotation())
+    base = plane.Placement
+    axes = {"x": V(1, 0, 0), "y": V(0, 1, 0), "z": V(0, 0, 1)}
+    for rot in cmd.get("rotations", []):
         angle = rot["angle"]
         axis = rot["axis"]
-        if axis in ("x", "y"):
-            turn = FreeCAD.Placement(V(0, 0, 0), FreeCAD.Rotation(V(1, 0, 0) if axis == "x" else V(0, 1, 0), angle))
+        if axis in axes:
+            turn = FreeCAD.Placement(V(0, 0, 0), FreeCAD.Rotation(axes[axis], angle))
         else:
-            # Rotate about a straight edge: express the edge in the plane's local frame,
-            # project it onto the plane and turn about that line.
+            # Rotate about a straight edge: express the edge in the plane's frame as turned
+            # so far, project it onto the plane and turn about that line.
             _, _, edge = resolve_edge(axis)
             if _CURVES.get(type(edge.Curve).__name__) != "line":
                 raise CommandFailed("rotation axis %s is not a straight edge" % axis, axis)
-            inv = plane.Placement.inverse()
+            inv = base.multiply(current).inverse()
             a = inv.multVec(edge.Vertexes[0].Point)
             b = inv.multVec(edge.Vertexes[-1].Point)
             direction = V(b.x - a.x, b.y - a.y, 0)
@@ -492,8 +494,8 @@ def add_plane(cmd):
                 .multiply(FreeCAD.Placement(V(0, 0, 0), FreeCAD.Rotation(direction, angle)))
                 .multiply(FreeCAD.Placement(-pivot, FreeCAD.Rotation()))
             )
-        offset = offset.multiply(turn)
-    plane.AttachmentOffset = offset
+        current = current.multiply(turn)
+    plane.AttachmentOffset = current
     return {"feature": plane.Name, "frame": None, "_obj": plane}
 
 

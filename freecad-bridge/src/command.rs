@@ -290,21 +290,69 @@ pub struct Plane {
     pub name: String,
     /// The reference: `XY`, `XZ`, `YZ`, a planar face `F3`, or another plane `P1`.
     pub on: String,
+    /// Move the plane's origin to this point of the reference, in the reference's own 2D
+    /// frame (the frame a sketch on it would get); the rotations turn about it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<[f64; 2]>,
     /// Distance along the reference's normal.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub offset: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rotation: Option<PlaneRotation>,
+    /// One rotation, or a list applied in order, each about an axis of the plane as turned
+    /// so far.
+    #[serde(default, skip_serializing_if = "Rotations::is_empty")]
+    pub rotation: Rotations,
 }
 
-/// Incline a plane: turn it about an axis lying in it.
+/// Incline a plane: turn it about an axis.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlaneRotation {
-    /// `x` or `y` (the reference's own axes) or a straight edge `E4`.
+    /// `x`, `y` (axes in the plane), `z` (the normal: spins the plane's frame), or a straight
+    /// edge `E4` (projected onto the plane).
     pub axis: String,
     /// Degrees.
     pub angle: f64,
+}
+
+/// Zero, one or several rotations; JSON takes one object or a list.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rotations(pub Vec<PlaneRotation>);
+
+impl Rotations {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Serialize for Rotations {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0.as_slice() {
+            [one] => one.serialize(s),
+            many => many.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Rotations {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(d)?;
+        let result = if value.is_array() {
+            serde_json::from_value(value).map(Rotations)
+        } else {
+            serde_json::from_value(value).map(|one| Rotations(vec![one]))
+        };
+        result.map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Rotations {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Rotations".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let one = generator.subschema_for::<PlaneRotation>();
+        schemars::json_schema!({"oneOf": [one, {"type": "array", "items": one}]})
+    }
 }
 
 fn yes() -> bool {

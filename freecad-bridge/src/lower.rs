@@ -257,20 +257,20 @@ fn lower_plane(p: &Plane, state: &ModelState) -> Result<Value, Invalid> {
     need_new_name(&p.name, state)?;
     need_support(&p.on, state)?;
     finite("plane offset", &[p.offset])?;
-    let rotation = match &p.rotation {
-        None => Value::Null,
-        Some(rot) => {
-            finite("plane rotation angle", &[rot.angle])?;
-            if rot.axis != "x" && rot.axis != "y" {
-                let id = need_entity(&rot.axis, EntityKind::Edge, state)?;
-                if state.edge(id).map(|e| e.kind) != Some(EdgeKind::Line) {
-                    return Err(invalid_at(id, format!("rotation axis {id} is not a straight edge")));
-                }
+    let at = p.at.unwrap_or([0.0, 0.0]);
+    finite("plane origin", &at)?;
+    let mut rotations = Vec::new();
+    for rot in &p.rotation.0 {
+        finite("plane rotation angle", &[rot.angle])?;
+        if !matches!(rot.axis.as_str(), "x" | "y" | "z") {
+            let id = need_entity(&rot.axis, EntityKind::Edge, state)?;
+            if state.edge(id).map(|e| e.kind) != Some(EdgeKind::Line) {
+                return Err(invalid_at(id, format!("rotation axis {id} is not a straight edge")));
             }
-            json!({"axis": rot.axis, "angle": rot.angle})
         }
-    };
-    Ok(json!({"op": "plane", "name": p.name, "on": p.on, "offset": p.offset, "rotation": rotation}))
+        rotations.push(json!({"axis": rot.axis, "angle": rot.angle}));
+    }
+    Ok(json!({"op": "plane", "name": p.name, "on": p.on, "at": at, "offset": p.offset, "rotations": rotations}))
 }
 
 // ------------------------------------------------------------------------------ sketches

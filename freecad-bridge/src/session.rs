@@ -273,8 +273,11 @@ impl Session {
     /// material it adds and removes, tessellated. Fails like [`Session::execute`] would.
     pub fn preview(&mut self, command: &Command, linear_deflection: f64) -> Result<Preview, BridgeError> {
         let op = command.op().to_string();
-        let lowered = lower(command, &self.state)
-            .map_err(|i| BridgeError::Command { op: op.clone(), entity: i.entity, reason: i.reason })?;
+        let lowered = lower(command, &self.state).map_err(|i| BridgeError::Command {
+            op: op.clone(),
+            entity: i.entity,
+            reason: i.reason,
+        })?;
         let request = json!({"type": "preview", "command": lowered,
             "linear_deflection": linear_deflection, "angular_deflection": 0.3});
         match self.call(request, false)? {
@@ -287,8 +290,11 @@ impl Session {
     /// sketch coordinates are in. The document is unchanged.
     pub fn plane_frame(&mut self, on: &str) -> Result<Frame, BridgeError> {
         let op = "plane_frame".to_string();
-        crate::lower::need_support(on, &self.state)
-            .map_err(|i| BridgeError::Command { op: op.clone(), entity: i.entity, reason: i.reason })?;
+        crate::lower::need_support(on, &self.state).map_err(|i| BridgeError::Command {
+            op: op.clone(),
+            entity: i.entity,
+            reason: i.reason,
+        })?;
         match self.call(json!({"type": "plane_frame", "on": on}), false)? {
             Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad frame: {e}"))),
             Err((reason, entity)) => Err(BridgeError::Command { op, entity, reason }),
