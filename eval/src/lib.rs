@@ -58,7 +58,7 @@ pub use distance::{SurfaceDistances, surface_distances};
 pub use error::EvalError;
 pub use kdtree::KdTree;
 pub use mesh::{Mesh, Topology, topology};
-pub use normalize::{FLIPS, Normalization, principal_axes, transform};
+pub use normalize::{FLIPS, Normalization, flipped, principal_axes, transform};
 pub use pairs::{ModelKind, Pair, pair_paths};
 pub use pipeline::{
     ANGULAR_DEFLECTION, BBOX_TOLERANCE, Detailed, EDIT_FACTOR, LINEAR_DEFLECTION, MERGE_TOLERANCE, VOLUME_TOLERANCE,
