@@ -8,6 +8,7 @@ mod env;
 mod eval_bench;
 mod eval_cmd;
 mod exec;
+mod gerd_cmd;
 mod render;
 
 use std::path::PathBuf;
@@ -40,6 +41,8 @@ enum Cmd {
         #[command(flatten)]
         worker: WorkerArgs,
     },
+    /// GERD datasets: generate, validate, export (and import, see its help).
+    Gerd(gerd_cmd::GerdArgs),
     /// Render what the VLM sees: target, tagged, sketch-plane or preview views (PNG).
     Render(Box<render::RenderArgs>),
     /// Print the JSON Schema of programs.
@@ -114,6 +117,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Render(args) => render::run(&args),
+        Cmd::Gerd(args) => gerd_cmd::run(&args),
         Cmd::Schema => {
             println!("{}", serde_json::to_string_pretty(&freecad_bridge::program_schema())?);
             Ok(ExitCode::SUCCESS)

@@ -62,7 +62,7 @@ pub use normalize::{FLIPS, Normalization, flipped, principal_axes, transform};
 pub use pairs::{ModelKind, Pair, pair_paths};
 pub use pipeline::{
     ANGULAR_DEFLECTION, BBOX_TOLERANCE, Detailed, EDIT_FACTOR, LINEAR_DEFLECTION, MERGE_TOLERANCE, VOLUME_TOLERANCE,
-    evaluate_pair,
+    evaluate_pair, exact_iou,
 };
 pub use report::{IouMethod, Report, SampleResult};
 pub use sample::{SEED_CONVENTION, sample_surface, seed_for};

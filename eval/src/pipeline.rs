@@ -232,7 +232,7 @@ fn score(
 }
 
 /// vol(common) / vol(fuse), where the kernel's volumes are consistent with each other.
-fn exact_iou(v: &BooleanVolumes) -> Result<f64, String> {
+pub fn exact_iou(v: &BooleanVolumes) -> Result<f64, String> {
     let all = [v.volume_a, v.volume_b, v.common, v.fuse];
     if all.iter().any(|x| !x.is_finite()) {
         return Err("the booleans returned a non-finite volume".into());

@@ -55,7 +55,74 @@ pub enum Command {
     End,
 }
 
+/// An existing entity a command names, and what for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reference {
+    /// `F6`, `E12`, `V3`.
+    pub id: String,
+    /// `support` (a sketch or plane lies on it), `projected` (sketch geometry is tied to
+    /// it), `axis` (of a revolve), `path` (of a sweep), `edge` (filleted or chamfered),
+    /// `rotation_axis` (of an inclined plane).
+    pub role: String,
+}
+
 impl Command {
+    /// The existing faces, edges and vertices the command names by ID, in order.
+    pub fn references(&self) -> Vec<Reference> {
+        let mut out = Vec::new();
+        let mut push = |id: &str, role: &str| {
+            if id.parse::<EntityId>().is_ok() && !out.iter().any(|r: &Reference| r.id == id && r.role == role) {
+                out.push(Reference { id: id.to_string(), role: role.to_string() });
+            }
+        };
+        match self {
+            Command::Sketch(s) => {
+                push(&s.on, "support");
+                for c in &s.constraints {
+                    let (curves, points): (Vec<CurveRef>, Vec<PointRef>) = match c {
+                        Constraint::Coincident { a, b } | Constraint::Distance { a, b, .. } => (vec![], vec![*a, *b]),
+                        Constraint::PointOnObject { point, object } => (vec![*object], vec![*point]),
+                        Constraint::Concentric { a, b }
+                        | Constraint::Equal { a, b }
+                        | Constraint::Tangent { a, b }
+                        | Constraint::Parallel { a, b }
+                        | Constraint::Perpendicular { a, b } => (vec![*a, *b], vec![]),
+                        Constraint::Horizontal { line } | Constraint::Vertical { line } | Constraint::Length { line, .. } => {
+                            (vec![*line], vec![])
+                        }
+                        Constraint::Radius { curve, .. } => (vec![*curve], vec![]),
+                    };
+                    for curve in curves {
+                        if let CurveRef::Edge(id) = curve {
+                            push(&id.to_string(), "projected");
+                        }
+                    }
+                    for point in points {
+                        match point {
+                            PointRef::Edge(id, _) | PointRef::Vertex(id) => push(&id.to_string(), "projected"),
+                            PointRef::Own(..) | PointRef::Origin => {}
+                        }
+                    }
+                }
+            }
+            Command::Revolve(r) => push(&r.axis, "axis"),
+            Command::Sweep(s) => {
+                if let SweepPath::Edges(edges) = &s.path {
+                    edges.iter().for_each(|e| push(e, "path"));
+                }
+            }
+            Command::Fillet(Fillet { edges, .. }) | Command::Chamfer(Chamfer { edges, .. }) => {
+                edges.iter().for_each(|e| push(e, "edge"));
+            }
+            Command::Plane(p) => {
+                push(&p.on, "support");
+                p.rotation.0.iter().for_each(|r| push(&r.axis, "rotation_axis"));
+            }
+            Command::Extrude(_) | Command::Loft(_) | Command::End => {}
+        }
+        out
+    }
+
     /// The `op` tag, for messages.
     pub fn op(&self) -> &'static str {
         match self {

@@ -1,7 +1,32 @@
 //! # gerd
 //!
-//! GERD (Geometry Explicit Reference Dataset) records: every modeling step with its command,
-//! the entity table before and after, and the views. This crate will hold the record
-//! format, the procedural part generator, the importers (CadQuery test100, DeepCAD JSON),
-//! validation and the training export. It is empty until that work lands (see the
-//! project's issues); nothing here pretends otherwise.
+//! GERD (Geometry Explicit Reference Dataset): every modeling step of a part with its
+//! command, the entity IDs it references (with geometric signatures), the entity table
+//! before and after, tagged views, and the finished part before and after the 10% edit.
+//! The loop retrieves examples from it, evaluation runs on it, and users train on it.
+//!
+//! - [`record`]: the `gerd-1` record format (`gerd/FORMAT.md`) and its writer;
+//! - [`generate`]: seeded procedural part families that use every operation;
+//! - [`validate`]: re-execute records and compare with their stored STEP;
+//! - [`export`]: training samples (next command, entity selection) as JSONL or LLaVA.
+//!
+//! ```no_run
+//! use freecad_bridge::{Session, WorkerConfig};
+//! use gerd::record::{RecordOptions, Split};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut session = Session::new(WorkerConfig::new("vision2cad"))?;
+//! let part = gerd::generate::generate(&mut session, 7, 0, Split::Train)?;
+//! let record = gerd::record::write_part(&mut session, &part, "gerd-out".as_ref(), &RecordOptions::default())?;
+//! println!("{}: {} steps", record.id, record.steps.len());
+//! # Ok(())
+//! # }
+//! ```
+
+mod error;
+pub mod export;
+pub mod generate;
+pub mod record;
+pub mod validate;
+
+pub use error::GerdError;

@@ -1,0 +1,240 @@
+//! `vision2cad gerd`: generate, import, validate and export GERD datasets.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+use anyhow::{Context, Result, bail};
+use freecad_bridge::WorkerPool;
+use gerd::export::{Format, Task};
+use gerd::record::{RecordOptions, Split, part_dir, read_part, write_index, write_part};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::WorkerArgs;
+
+#[derive(Debug, clap::Args)]
+pub struct GerdArgs {
+    #[command(subcommand)]
+    pub command: GerdCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum GerdCommand {
+    /// Generate procedural parts (resumable: parts already written are kept).
+    Generate(GenerateArgs),
+    /// Re-execute every record and compare it with its stored STEP files.
+    Validate(ValidateArgs),
+    /// Export training samples.
+    Export(ExportArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct GenerateArgs {
+    #[arg(long)]
+    pub count: usize,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Dataset directory.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Train, validation and test proportions (GERD: 2500,100,100).
+    #[arg(long, value_delimiter = ',', num_args = 3, default_value = "2500,100,100")]
+    pub split: Vec<usize>,
+    /// Parallel FreeCAD workers (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    pub workers: usize,
+    /// Width and height of the views.
+    #[arg(long, default_value_t = 500)]
+    pub view_size: u32,
+    #[command(flatten)]
+    pub worker: WorkerArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    pub dir: PathBuf,
+    #[arg(long, default_value_t = 0)]
+    pub workers: usize,
+    #[command(flatten)]
+    pub worker: WorkerArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TaskArg {
+    NextCommand,
+    EntitySelection,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    Jsonl,
+    Llava,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SplitArg {
+    Train,
+    Val,
+    Test,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    pub dir: PathBuf,
+    #[arg(long, value_enum)]
+    pub task: TaskArg,
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub format: FormatArg,
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Only this split (default: all, each sample tagged with its split).
+    #[arg(long, value_enum)]
+    pub split: Option<SplitArg>,
+}
+
+pub fn run(args: &GerdArgs) -> Result<ExitCode> {
+    match &args.command {
+        GerdCommand::Generate(a) => generate(a),
+        GerdCommand::Validate(a) => validate(a),
+        GerdCommand::Export(a) => export(a),
+    }
+}
+
+fn progress(len: usize, what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len as u64);
+    if std::env::var_os(crate::env::NO_COLOR).is_some() || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    if let Ok(style) =
+        ProgressStyle::with_template(&format!("{what} {{bar:40}} {{pos}}/{{len}} {{elapsed}} (eta {{eta}})"))
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// Sizes of train, val and test for `count` parts in the given proportions.
+pub fn split_sizes(count: usize, proportions: &[usize]) -> Result<[usize; 3]> {
+    let total: usize = proportions.iter().sum();
+    anyhow::ensure!(proportions.len() == 3 && total > 0, "--split needs three proportions with a positive sum");
+    let val = (count * proportions[1] + total / 2) / total;
+    let test = (count * proportions[2] + total / 2) / total;
+    let val = val.min(count);
+    let test = test.min(count - val);
+    Ok([count - val - test, val, test])
+}
+
+fn split_of(index: usize, sizes: [usize; 3]) -> Split {
+    if index < sizes[0] {
+        Split::Train
+    } else if index < sizes[0] + sizes[1] {
+        Split::Val
+    } else {
+        Split::Test
+    }
+}
+
+fn generate(args: &GenerateArgs) -> Result<ExitCode> {
+    let sizes = split_sizes(args.count, &args.split)?;
+    std::fs::create_dir_all(args.out.join(gerd::record::PARTS_DIR))
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    // Resume: parts whose record reads back are done.
+    let todo: Vec<usize> = (0..args.count)
+        .filter(|&i| read_part(&part_dir(&args.out, &format!("gen-{}-{i:05}", args.seed))).is_err())
+        .collect();
+    if todo.len() < args.count {
+        eprintln!("resuming: {} of {} parts already written", args.count - todo.len(), args.count);
+    }
+    let pool = WorkerPool::new(args.worker.config()?, args.workers);
+    let bar = progress(todo.len(), "generating");
+    let failures = Mutex::new(Vec::new());
+    let options = RecordOptions { view_size: args.view_size };
+    let started = std::time::Instant::now();
+    pool.map(
+        &todo,
+        |session, &index| {
+            let split = split_of(index, sizes);
+            let outcome = gerd::generate::generate(session, args.seed, index, split)
+                .and_then(|part| write_part(session, &part, &args.out, &options));
+            if let Err(e) = outcome
+                && let Ok(mut f) = failures.lock()
+            {
+                f.push(format!("part {index}: {e}"));
+            }
+            Ok(())
+        },
+        || bar.inc(1),
+    );
+    bar.finish_and_clear();
+    let entries = write_index(&args.out)?;
+    let failures = failures.into_inner().unwrap_or_default();
+    let minutes = started.elapsed().as_secs_f64() / 60.0;
+    eprintln!(
+        "{} parts in {} ({} new in {:.1} min, {:.1} parts/min with {} workers); index.jsonl written",
+        entries.len(),
+        args.out.display(),
+        todo.len() - failures.len(),
+        minutes,
+        (todo.len() - failures.len()) as f64 / minutes.max(1e-9),
+        pool.workers()
+    );
+    for f in &failures {
+        eprintln!("failed: {f}");
+    }
+    Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn validate(args: &ValidateArgs) -> Result<ExitCode> {
+    let dirs =
+        gerd::record::part_dirs(&args.dir).with_context(|| format!("{} is not a GERD dataset", args.dir.display()))?;
+    anyhow::ensure!(!dirs.is_empty(), "{} holds no parts", args.dir.display());
+    let pool = WorkerPool::new(args.worker.config()?, args.workers);
+    let bar = progress(dirs.len(), "validating");
+    let reports = pool.map(&dirs, |session, dir| Ok(gerd::validate::validate_part(session, dir)), || bar.inc(1));
+    bar.finish_and_clear();
+    let mut bad = 0;
+    for (dir, report) in dirs.iter().zip(reports) {
+        match report {
+            Ok(r) if r.problems.is_empty() => {}
+            Ok(r) => {
+                bad += 1;
+                println!("{}:", r.id);
+                for p in &r.problems {
+                    println!("  - {p}");
+                }
+            }
+            Err(e) => {
+                bad += 1;
+                println!("{}:\n  - {e}", dir.display());
+            }
+        }
+    }
+    println!("{} parts, {} valid, {} with problems", dirs.len(), dirs.len() - bad, bad);
+    Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn export(args: &ExportArgs) -> Result<ExitCode> {
+    let task = match args.task {
+        TaskArg::NextCommand => Task::NextCommand,
+        TaskArg::EntitySelection => Task::EntitySelection,
+    };
+    let format = match args.format {
+        FormatArg::Jsonl => Format::Jsonl,
+        FormatArg::Llava => Format::Llava,
+    };
+    let split = args.split.map(|s| match s {
+        SplitArg::Train => Split::Train,
+        SplitArg::Val => Split::Val,
+        SplitArg::Test => Split::Test,
+    });
+    if !args.dir.join(gerd::record::INDEX).is_file() && !args.dir.join(gerd::record::PARTS_DIR).is_dir() {
+        bail!("{} is not a GERD dataset (no index.jsonl or parts/)", args.dir.display());
+    }
+    let samples = gerd::export::samples(&args.dir, task, split)?;
+    if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    gerd::export::write(&samples, format, &args.out)?;
+    eprintln!("wrote {} samples to {}", samples.len(), args.out.display());
+    Ok(ExitCode::SUCCESS)
+}
