@@ -38,7 +38,7 @@ pub struct GenerateArgs {
     #[arg(long)]
     pub out: PathBuf,
     /// Train, validation and test proportions (GERD: 2500,100,100).
-    #[arg(long, value_delimiter = ',', num_args = 3, default_value = "2500,100,100")]
+    #[arg(long, value_delimiter = ',', default_value = "2500,100,100")]
     pub split: Vec<usize>,
     /// Parallel FreeCAD workers (0: one per core).
     #[arg(long, default_value_t = 0)]

@@ -46,7 +46,7 @@ pub struct RenderArgs {
     pub sketch_plane: Option<String>,
     /// For --view sketch: the square of the plane the grid covers, `u0,v0,size` in the
     /// plane's local coordinates (default: the part's outline with a margin).
-    #[arg(long, value_delimiter = ',', num_args = 3, allow_hyphen_values = true)]
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub window: Option<Vec<f64>>,
     /// Entities to label in a tagged view.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "edges")]
@@ -58,7 +58,7 @@ pub struct RenderArgs {
     #[arg(long)]
     pub target: Option<PathBuf>,
     /// View from this direction (x,y,z towards the eye); default the isometric 1,-1,1.
-    #[arg(long, value_delimiter = ',', num_args = 3, allow_hyphen_values = true)]
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub direction: Option<Vec<f64>>,
     #[arg(long)]
     pub perspective: bool,
@@ -83,6 +83,11 @@ pub fn run(args: &RenderArgs) -> Result<ExitCode> {
         },
         ..Options::default()
     };
+    for (name, values) in [("--direction", &args.direction), ("--window", &args.window)] {
+        if let Some(v) = values {
+            anyhow::ensure!(v.len() == 3, "{name} takes three comma-separated numbers, got {}", v.len());
+        }
+    }
     if let Some(d) = &args.direction {
         anyhow::ensure!(
             d.iter().all(|x| x.is_finite()) && d.iter().any(|x| *x != 0.0),
