@@ -321,3 +321,22 @@ fn previews_show_added_and_removed_material_and_change_nothing() {
     let green = view.image.pixels().filter(|px| px.0[1] > 130 && px.0[0] < 110 && px.0[2] < 120).count();
     assert!(green > 300, "added material is drawn green ({green} pixels)");
 }
+
+#[test]
+fn perspective_views_and_hidden_edges() {
+    let mut s = session();
+    let scene = build(&mut s, "chamfer_box");
+    let opts = Options { perspective: true, direction: [2.0, -1.0, 1.5], ..Options::default() };
+    let view = views::tagged(&scene, s.state(), &opts);
+    assert!(matches!(view.meta.camera.projection, views::Projection::Perspective { .. }));
+    check_tagged("chamfer_box (perspective)", &view, s.state().edges.len());
+
+    // The box's three back edges are hidden: dashed in light gray only when asked for.
+    let scene = build(&mut s, "box");
+    let gray = |v: &View| {
+        v.image.pixels().filter(|p| p.0.iter().all(|&c| (135..=165).contains(&c)) && p.0[0] == p.0[2]).count()
+    };
+    let plain = views::target(&scene, &Options::default());
+    let dashed = views::target(&scene, &Options { hidden_edges: true, ..Options::default() });
+    assert!(gray(&dashed) > gray(&plain) + 100, "hidden edges drawn: {} vs {}", gray(&dashed), gray(&plain));
+}
