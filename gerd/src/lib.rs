@@ -26,6 +26,7 @@
 mod error;
 pub mod export;
 pub mod generate;
+pub mod import;
 pub mod record;
 pub mod validate;
 

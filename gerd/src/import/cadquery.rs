@@ -1,0 +1,1187 @@
+//! The CadQuery subset of CAD-Coder's test100: a hand-written tokenizer, parser and
+//! evaluator that reproduce what CadQuery builds, without Python.
+//!
+//! Semantics follow CadQuery 2.x: a `Workplane` shares one context (pending edges, pending
+//! wires, first point) with every workplane derived from it; `moveTo` sets the current
+//! point; `lineTo`/`threePointArc` add pending edges from the current point (the plane
+//! origin on a fresh workplane); `close` adds a closing line when the end is more than 1e-6
+//! from the first point and turns the pending edges into a wire; `circle` adds a circle
+//! wire centred at the current point; `extrude` makes faces from *all* pending wires of the
+//! context (the first the outer one, the others holes), whatever `add` put on the stack,
+//! and extrudes them by `d` along the plane normal (`both=True`: `d` to each side).
+
+use std::collections::HashMap;
+use std::fmt;
+
+use freecad_bridge::Session;
+use freecad_bridge::command::Mode;
+
+use super::{Curve, Feature, Frame3, ImportError, Imported, Span, V3, arc_angles, build, circumcircle, norm, sub};
+
+/// Why CadQuery text was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CqError {
+    #[error("line {line}: syntax error: {message}")]
+    Syntax { line: usize, message: String },
+    #[error("line {line}: unsupported construct `{construct}`")]
+    Unsupported { line: usize, construct: String },
+    #[error("line {line}: {message}")]
+    Semantic { line: usize, message: String },
+    #[error("the program never assigns `solid`, the final part")]
+    NoResult,
+}
+
+// ----------------------------------------------------------------------------- tokenizer
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Ident(String),
+    Number(f64),
+    Str(String),
+    Punct(char),
+    Newline,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Token {
+    tok: Tok,
+    line: usize,
+}
+
+fn tokenize(text: &str) -> Result<Vec<Token>, CqError> {
+    let mut out = Vec::new();
+    let mut line = 1;
+    let mut depth = 0usize;
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '#' => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '\n' => {
+                // Inside brackets a newline continues the statement, as in Python.
+                if depth == 0 {
+                    out.push(Token { tok: Tok::Newline, line });
+                }
+                line += 1;
+                i += 1;
+            }
+            '\\' if chars.get(i + 1) == Some(&'\n') => {
+                line += 1;
+                i += 2;
+            }
+            c if c.is_whitespace() => i += 1,
+            c if c.is_ascii_alphabetic() || c == '_' => {
+                let start = i;
+                while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
+                    i += 1;
+                }
+                out.push(Token { tok: Tok::Ident(chars[start..i].iter().collect()), line });
+            }
+            c if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) => {
+                let start = i;
+                while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
+                    i += 1;
+                }
+                if i < chars.len() && (chars[i] == 'e' || chars[i] == 'E') {
+                    let mut j = i + 1;
+                    if j < chars.len() && (chars[j] == '+' || chars[j] == '-') {
+                        j += 1;
+                    }
+                    if j < chars.len() && chars[j].is_ascii_digit() {
+                        i = j;
+                        while i < chars.len() && chars[i].is_ascii_digit() {
+                            i += 1;
+                        }
+                    }
+                }
+                let text: String = chars[start..i].iter().collect();
+                let value = text
+                    .parse::<f64>()
+                    .map_err(|_| CqError::Syntax { line, message: format!("bad number `{text}`") })?;
+                out.push(Token { tok: Tok::Number(value), line });
+            }
+            '"' | '\'' => {
+                let quote = c;
+                let start = i + 1;
+                i += 1;
+                while i < chars.len() && chars[i] != quote && chars[i] != '\n' {
+                    i += 1;
+                }
+                if chars.get(i) != Some(&quote) {
+                    return Err(CqError::Syntax { line, message: "unterminated string".into() });
+                }
+                out.push(Token { tok: Tok::Str(chars[start..i].iter().collect()), line });
+                i += 1;
+            }
+            '(' | '[' => {
+                depth += 1;
+                out.push(Token { tok: Tok::Punct(c), line });
+                i += 1;
+            }
+            ')' | ']' => {
+                depth = depth.saturating_sub(1);
+                out.push(Token { tok: Tok::Punct(c), line });
+                i += 1;
+            }
+            ',' | '=' | '.' | '-' | '+' => {
+                out.push(Token { tok: Tok::Punct(c), line });
+                i += 1;
+            }
+            other => return Err(CqError::Syntax { line, message: format!("unexpected character `{other}`") }),
+        }
+    }
+    out.push(Token { tok: Tok::Newline, line });
+    Ok(out)
+}
+
+// -------------------------------------------------------------------------------- parser
+
+/// An expression of the subset.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Name(String),
+    Number(f64),
+    Str(String),
+    Tuple(Vec<Expr>),
+    /// `object.name`.
+    Attr(Box<Expr>, String),
+    Call {
+        func: Box<Expr>,
+        args: Vec<Expr>,
+        kwargs: Vec<(String, Expr)>,
+    },
+}
+
+/// One statement with its line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stmt {
+    /// `import cadquery as cq` (the alias).
+    Import {
+        alias: String,
+        line: usize,
+    },
+    Assign {
+        target: String,
+        value: Expr,
+        line: usize,
+    },
+    /// A bare expression (e.g. `show_object(solid)`), refused at evaluation.
+    Expr {
+        value: Expr,
+        line: usize,
+    },
+}
+
+/// Positional and keyword arguments of a call.
+type Arguments = (Vec<Expr>, Vec<(String, Expr)>);
+
+struct Parser {
+    tokens: Vec<Token>,
+    pos: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> &Tok {
+        self.tokens.get(self.pos).map_or(&Tok::Newline, |t| &t.tok)
+    }
+    fn line(&self) -> usize {
+        self.tokens.get(self.pos).or(self.tokens.last()).map_or(1, |t| t.line)
+    }
+    fn next(&mut self) -> Tok {
+        let t = self.peek().clone();
+        self.pos += 1;
+        t
+    }
+    fn error<T>(&self, message: impl Into<String>) -> Result<T, CqError> {
+        Err(CqError::Syntax { line: self.line(), message: message.into() })
+    }
+    fn expect(&mut self, c: char) -> Result<(), CqError> {
+        if *self.peek() == Tok::Punct(c) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            let found = describe(self.peek());
+            self.error(format!("expected `{c}`, found {found}"))
+        }
+    }
+
+    fn statements(&mut self) -> Result<Vec<Stmt>, CqError> {
+        let mut out = Vec::new();
+        while self.pos < self.tokens.len() {
+            if *self.peek() == Tok::Newline {
+                self.pos += 1;
+                continue;
+            }
+            let line = self.line();
+            let stmt = match (self.peek().clone(), self.tokens.get(self.pos + 1).map(|t| &t.tok)) {
+                (Tok::Ident(kw), _) if kw == "import" => {
+                    self.pos += 1;
+                    let module = self.ident()?;
+                    if module != "cadquery" {
+                        return Err(CqError::Unsupported { line, construct: format!("import {module}") });
+                    }
+                    let alias = if *self.peek() == Tok::Ident("as".into()) {
+                        self.pos += 1;
+                        self.ident()?
+                    } else {
+                        module
+                    };
+                    Stmt::Import { alias, line }
+                }
+                (Tok::Ident(kw), _) if kw == "from" || kw == "def" || kw == "for" || kw == "if" => {
+                    return Err(CqError::Unsupported { line, construct: kw });
+                }
+                (Tok::Ident(target), Some(Tok::Punct('='))) => {
+                    self.pos += 2;
+                    Stmt::Assign { target, value: self.expr()?, line }
+                }
+                _ => Stmt::Expr { value: self.expr()?, line },
+            };
+            if *self.peek() != Tok::Newline {
+                let found = describe(self.peek());
+                return self.error(format!("expected the end of the statement, found {found}"));
+            }
+            out.push(stmt);
+        }
+        Ok(out)
+    }
+
+    fn ident(&mut self) -> Result<String, CqError> {
+        match self.next() {
+            Tok::Ident(s) => Ok(s),
+            other => self.error(format!("expected a name, found {}", describe(&other))),
+        }
+    }
+
+    fn expr(&mut self) -> Result<Expr, CqError> {
+        let mut e = self.primary()?;
+        loop {
+            match self.peek() {
+                Tok::Punct('.') => {
+                    self.pos += 1;
+                    let name = self.ident()?;
+                    e = Expr::Attr(Box::new(e), name);
+                }
+                Tok::Punct('(') => {
+                    self.pos += 1;
+                    let (args, kwargs) = self.arguments()?;
+                    e = Expr::Call { func: Box::new(e), args, kwargs };
+                }
+                _ => return Ok(e),
+            }
+        }
+    }
+
+    fn primary(&mut self) -> Result<Expr, CqError> {
+        match self.next() {
+            Tok::Ident(s) => Ok(Expr::Name(s)),
+            Tok::Number(x) => Ok(Expr::Number(x)),
+            Tok::Str(s) => Ok(Expr::Str(s)),
+            Tok::Punct('-') => match self.primary()? {
+                Expr::Number(x) => Ok(Expr::Number(-x)),
+                _ => self.error("unary minus applies to numbers only in this subset"),
+            },
+            Tok::Punct('+') => self.primary(),
+            Tok::Punct(open @ ('(' | '[')) => {
+                let close = if open == '(' { ')' } else { ']' };
+                let mut items = Vec::new();
+                let mut trailing_comma = false;
+                while *self.peek() != Tok::Punct(close) {
+                    items.push(self.expr()?);
+                    trailing_comma = false;
+                    if *self.peek() == Tok::Punct(',') {
+                        self.pos += 1;
+                        trailing_comma = true;
+                    } else {
+                        break;
+                    }
+                }
+                self.expect(close)?;
+                if open == '(' && items.len() == 1 && !trailing_comma {
+                    return Ok(items.remove(0));
+                }
+                Ok(Expr::Tuple(items))
+            }
+            other => self.error(format!("unexpected {}", describe(&other))),
+        }
+    }
+
+    fn arguments(&mut self) -> Result<Arguments, CqError> {
+        let mut args = Vec::new();
+        let mut kwargs = Vec::new();
+        while *self.peek() != Tok::Punct(')') {
+            let keyword = match (self.peek(), self.tokens.get(self.pos + 1).map(|t| &t.tok)) {
+                (Tok::Ident(k), Some(Tok::Punct('='))) => Some(k.clone()),
+                _ => None,
+            };
+            if let Some(k) = keyword {
+                self.pos += 2;
+                kwargs.push((k, self.expr()?));
+            } else if kwargs.is_empty() {
+                args.push(self.expr()?);
+            } else {
+                return self.error("positional argument after a keyword argument");
+            }
+            if *self.peek() == Tok::Punct(',') {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+        self.expect(')')?;
+        Ok((args, kwargs))
+    }
+}
+
+fn describe(t: &Tok) -> String {
+    match t {
+        Tok::Ident(s) => format!("`{s}`"),
+        Tok::Number(x) => format!("the number {x}"),
+        Tok::Str(s) => format!("the string \"{s}\""),
+        Tok::Punct(c) => format!("`{c}`"),
+        Tok::Newline => "the end of the line".into(),
+    }
+}
+
+/// Parse CadQuery text into statements (no evaluation).
+pub fn parse_cadquery(code: &str) -> Result<Vec<Stmt>, CqError> {
+    Parser { tokens: tokenize(code)?, pos: 0 }.statements()
+}
+
+// ----------------------------------------------------------------------------- evaluator
+
+/// A 2D curve in a workplane's local coordinates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Curve2 {
+    Line([f64; 2], [f64; 2]),
+    Arc([f64; 2], [f64; 2], [f64; 2]),
+    Circle([f64; 2], f64),
+}
+
+/// What CadQuery's `CQContext` holds for us.
+#[derive(Debug, Clone)]
+struct Context {
+    plane: Frame3,
+    pending_edges: Vec<Curve2>,
+    first_point: Option<[f64; 2]>,
+    pending_wires: Vec<Vec<Curve2>>,
+    /// The line of the workplane's creation, for messages.
+    line: usize,
+}
+
+/// The top of a workplane's stack, as far as the subset needs it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Top {
+    /// A fresh workplane: the current point is the plane origin.
+    Empty,
+    Point([f64; 2]),
+    /// The last edge ended here.
+    Edge([f64; 2]),
+    Wire,
+}
+
+/// A boolean expression of extrusions, in program order.
+#[derive(Debug, Clone, PartialEq)]
+struct Solid {
+    steps: Vec<(Mode, usize)>,
+}
+
+#[derive(Debug, Clone)]
+enum Value {
+    Module,
+    Number(f64),
+    Bool(bool),
+    Tuple(Vec<Value>),
+    Vector(V3),
+    Plane(Frame3),
+    Workplane {
+        ctx: usize,
+        top: Top,
+    },
+    Solid(Solid),
+    /// `obj.method` awaiting its call.
+    Method(Box<Value>, String),
+    /// `cq.Name` awaiting its call.
+    Class(String),
+}
+
+impl Value {
+    fn kind(&self) -> &'static str {
+        match self {
+            Value::Module => "the cadquery module",
+            Value::Number(_) => "a number",
+            Value::Bool(_) => "a boolean",
+            Value::Tuple(_) => "a tuple",
+            Value::Vector(_) => "a Vector",
+            Value::Plane(_) => "a Plane",
+            Value::Workplane { .. } => "a Workplane",
+            Value::Solid(_) => "a solid",
+            Value::Method(..) => "a method",
+            Value::Class(_) => "a class",
+        }
+    }
+}
+
+/// Tolerance of CadQuery's `close()`: a gap larger than this gets a closing line.
+const CLOSE_TOLERANCE: f64 = 1e-6;
+
+struct Eval {
+    vars: HashMap<String, Value>,
+    alias: Option<String>,
+    contexts: Vec<Context>,
+    features: Vec<Feature>,
+    notes: Vec<String>,
+    line: usize,
+}
+
+impl Eval {
+    fn semantic<T>(&self, message: impl Into<String>) -> Result<T, CqError> {
+        Err(CqError::Semantic { line: self.line, message: message.into() })
+    }
+    fn unsupported<T>(&self, construct: impl Into<String>) -> Result<T, CqError> {
+        Err(CqError::Unsupported { line: self.line, construct: construct.into() })
+    }
+
+    fn run(&mut self, statements: &[Stmt]) -> Result<Solid, CqError> {
+        for stmt in statements {
+            match stmt {
+                Stmt::Import { alias, line } => {
+                    self.line = *line;
+                    self.alias = Some(alias.clone());
+                }
+                Stmt::Assign { target, value, line } => {
+                    self.line = *line;
+                    let v = self.eval(value)?;
+                    self.vars.insert(target.clone(), v);
+                }
+                Stmt::Expr { value, line } => {
+                    self.line = *line;
+                    let what = match value {
+                        Expr::Call { func, .. } => callee_name(func),
+                        _ => "a bare expression".into(),
+                    };
+                    return self.unsupported(what);
+                }
+            }
+        }
+        match self.vars.get("solid") {
+            Some(Value::Solid(s)) => Ok(s.clone()),
+            Some(other) => {
+                let kind = other.kind();
+                self.semantic(format!("`solid` holds {kind}, not a solid"))
+            }
+            None => Err(CqError::NoResult),
+        }
+    }
+
+    fn eval(&mut self, e: &Expr) -> Result<Value, CqError> {
+        match e {
+            Expr::Number(x) => Ok(Value::Number(*x)),
+            Expr::Str(s) => self.unsupported(format!("string \"{s}\"")),
+            Expr::Tuple(items) => Ok(Value::Tuple(items.iter().map(|i| self.eval(i)).collect::<Result<_, _>>()?)),
+            Expr::Name(n) => match n.as_str() {
+                "True" => Ok(Value::Bool(true)),
+                "False" => Ok(Value::Bool(false)),
+                _ if self.alias.as_deref() == Some(n) => Ok(Value::Module),
+                _ => match self.vars.get(n) {
+                    Some(v) => Ok(v.clone()),
+                    None => self.semantic(format!("`{n}` is not defined")),
+                },
+            },
+            Expr::Attr(object, name) => match self.eval(object)? {
+                Value::Module => Ok(Value::Class(name.clone())),
+                v @ (Value::Workplane { .. } | Value::Solid(_)) => Ok(Value::Method(Box::new(v), name.clone())),
+                other => {
+                    let kind = other.kind();
+                    self.unsupported(format!("attribute `{name}` of {kind}"))
+                }
+            },
+            Expr::Call { func, args, kwargs } => {
+                let f = self.eval(func)?;
+                let args: Vec<Value> = args.iter().map(|a| self.eval(a)).collect::<Result<_, _>>()?;
+                let kwargs: Vec<(String, Value)> =
+                    kwargs.iter().map(|(k, v)| Ok((k.clone(), self.eval(v)?))).collect::<Result<_, CqError>>()?;
+                match f {
+                    Value::Class(name) => self.construct(&name, &args, &kwargs),
+                    Value::Method(object, name) => self.method(*object, &name, &args, &kwargs),
+                    other => {
+                        let kind = other.kind();
+                        self.semantic(format!("{kind} cannot be called"))
+                    }
+                }
+            }
+        }
+    }
+
+    fn number(&self, v: &Value, what: &str) -> Result<f64, CqError> {
+        match v {
+            Value::Number(x) if x.is_finite() => Ok(*x),
+            other => self.semantic(format!("{what} must be a finite number, got {}", other.kind())),
+        }
+    }
+
+    fn point2(&self, v: &Value, what: &str) -> Result<[f64; 2], CqError> {
+        match v {
+            Value::Tuple(items) if items.len() == 2 => {
+                Ok([self.number(&items[0], what)?, self.number(&items[1], what)?])
+            }
+            Value::Vector(_) => self.unsupported(format!("{what} as a global Vector")),
+            other => self.semantic(format!("{what} must be an (x, y) tuple, got {}", other.kind())),
+        }
+    }
+
+    fn no_kwargs(&self, name: &str, kwargs: &[(String, Value)]) -> Result<(), CqError> {
+        match kwargs.first() {
+            Some((k, _)) => self.unsupported(format!("{name}({k}=...)")),
+            None => Ok(()),
+        }
+    }
+
+    fn construct(&mut self, name: &str, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value, CqError> {
+        self.no_kwargs(name, kwargs)?;
+        match name {
+            "Vector" => {
+                let xs = match args {
+                    [Value::Tuple(t)] => t.clone(),
+                    _ => args.to_vec(),
+                };
+                match xs.as_slice() {
+                    [x, y, z] => Ok(Value::Vector([
+                        self.number(x, "Vector x")?,
+                        self.number(y, "Vector y")?,
+                        self.number(z, "Vector z")?,
+                    ])),
+                    _ => self.unsupported(format!("Vector with {} components", xs.len())),
+                }
+            }
+            "Plane" => match args {
+                [Value::Vector(o), Value::Vector(x), Value::Vector(n)] => {
+                    if norm(*n) == 0.0 || norm(*x) == 0.0 {
+                        return self.semantic("Plane with a zero normal or x direction");
+                    }
+                    let z = super::scale(*n, 1.0 / norm(*n));
+                    let xd = super::scale(*x, 1.0 / norm(*x));
+                    // CadQuery refuses an x direction that is not perpendicular to the normal.
+                    if super::dot(z, xd).abs() > 1e-6 {
+                        return self.semantic("Plane: xDir and normal are not orthogonal");
+                    }
+                    match Frame3::from_normal_x(*o, *n, *x) {
+                        Some(f) => Ok(Value::Plane(f)),
+                        None => self.semantic("Plane: degenerate frame"),
+                    }
+                }
+                _ => self.unsupported("Plane other than Plane(Vector origin, Vector xDir, Vector normal)"),
+            },
+            "Workplane" => match args {
+                [Value::Plane(p)] => {
+                    self.contexts.push(Context {
+                        plane: *p,
+                        pending_edges: Vec::new(),
+                        first_point: None,
+                        pending_wires: Vec::new(),
+                        line: self.line,
+                    });
+                    Ok(Value::Workplane { ctx: self.contexts.len() - 1, top: Top::Empty })
+                }
+                _ => self.unsupported("Workplane other than Workplane(Plane(...))"),
+            },
+            other => self.unsupported(format!("cq.{other}")),
+        }
+    }
+
+    fn method(
+        &mut self,
+        object: Value,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+    ) -> Result<Value, CqError> {
+        match object {
+            Value::Workplane { ctx, top } => self.workplane_method(ctx, top, name, args, kwargs),
+            Value::Solid(solid) => {
+                self.no_kwargs(name, kwargs)?;
+                let other = match args {
+                    [Value::Solid(s)] => s,
+                    [Value::Workplane { .. }] => {
+                        return self.unsupported(format!("{name} of a Workplane that holds no solid"));
+                    }
+                    _ => return self.unsupported(format!("{name} with these arguments")),
+                };
+                let mode = match name {
+                    "union" => Mode::Add,
+                    "cut" => Mode::Cut,
+                    other => return self.unsupported(format!(".{other}()")),
+                };
+                // a op (b1 + b2 + ...) = ((a op b1) op b2)...: valid only when the operand is a
+                // pure union; a cut inside it would be applied to the whole part.
+                if other.steps.iter().any(|(m, _)| *m == Mode::Cut) {
+                    return self.unsupported(format!("{name} of a solid that itself has a cut"));
+                }
+                let mut steps = solid.steps;
+                steps.extend(other.steps.iter().map(|(_, i)| (mode, *i)));
+                Ok(Value::Solid(Solid { steps }))
+            }
+            other => {
+                let kind = other.kind();
+                self.unsupported(format!(".{name}() on {kind}"))
+            }
+        }
+    }
+
+    fn workplane_method(
+        &mut self,
+        ctx: usize,
+        top: Top,
+        name: &str,
+        args: &[Value],
+        kwargs: &[(String, Value)],
+    ) -> Result<Value, CqError> {
+        let line = self.line;
+        let current = match top {
+            Top::Empty => Some([0.0, 0.0]),
+            Top::Point(p) | Top::Edge(p) => Some(p),
+            Top::Wire => None,
+        };
+        if name != "extrude" {
+            self.no_kwargs(name, kwargs)?;
+        }
+        let from = |s: &Self| match current {
+            Some(p) => Ok(p),
+            None => s.semantic(format!("{name} after a closed wire: no current point")),
+        };
+        match name {
+            "moveTo" => {
+                let p = match args {
+                    [] => [0.0, 0.0],
+                    [x] => [self.number(x, "moveTo x")?, 0.0],
+                    [x, y] => [self.number(x, "moveTo x")?, self.number(y, "moveTo y")?],
+                    _ => return self.semantic("moveTo takes x and y"),
+                };
+                if !self.contexts[ctx].pending_edges.is_empty() {
+                    return self.unsupported("moveTo while a wire is still open");
+                }
+                Ok(Value::Workplane { ctx, top: Top::Point(p) })
+            }
+            "lineTo" => {
+                let [x, y] = args else { return self.semantic("lineTo takes x and y") };
+                let end = [self.number(x, "lineTo x")?, self.number(y, "lineTo y")?];
+                let start = from(self)?;
+                self.edge(ctx, Curve2::Line(start, end))?;
+                Ok(Value::Workplane { ctx, top: Top::Edge(end) })
+            }
+            "threePointArc" => {
+                let [m, e] = args else { return self.semantic("threePointArc takes two points") };
+                let (mid, end) = (self.point2(m, "threePointArc point1")?, self.point2(e, "threePointArc point2")?);
+                let start = from(self)?;
+                self.edge(ctx, Curve2::Arc(start, mid, end))?;
+                Ok(Value::Workplane { ctx, top: Top::Edge(end) })
+            }
+            "close" => {
+                if !args.is_empty() {
+                    return self.semantic("close takes no arguments");
+                }
+                let end = from(self)?;
+                let c = &mut self.contexts[ctx];
+                let Some(first) = c.first_point else {
+                    return self.semantic("close without a start point");
+                };
+                let plane = c.plane;
+                let gap = norm(sub(plane.to_global(end[0], end[1]), plane.to_global(first[0], first[1])));
+                if gap > CLOSE_TOLERANCE {
+                    c.pending_edges.push(Curve2::Line(end, first));
+                } else if let Some(last) = c.pending_edges.last_mut() {
+                    // Within CadQuery's tolerance the wire is closed as it is; make the end
+                    // exactly the start so the sketch closes on the same point.
+                    if gap > 0.0 {
+                        match last {
+                            Curve2::Line(_, e) | Curve2::Arc(_, _, e) => *e = first,
+                            Curve2::Circle(..) => {}
+                        }
+                        self.notes.push(format!("line {line}: closed a gap of {gap:e} by moving the last point"));
+                    }
+                }
+                let c = &mut self.contexts[ctx];
+                c.first_point = None;
+                let wire = std::mem::take(&mut c.pending_edges);
+                c.pending_wires.push(wire);
+                Ok(Value::Workplane { ctx, top: Top::Wire })
+            }
+            "circle" => {
+                let [r] = args else { return self.semantic("circle takes a radius") };
+                let r = self.number(r, "circle radius")?;
+                if r <= 0.0 {
+                    return self.semantic(format!("circle radius must be positive, got {r}"));
+                }
+                let center = match top {
+                    Top::Empty => [0.0, 0.0],
+                    Top::Point(p) => p,
+                    Top::Edge(_) | Top::Wire => return self.unsupported("circle centred on an edge or wire"),
+                };
+                self.contexts[ctx].pending_wires.push(vec![Curve2::Circle(center, r)]);
+                Ok(Value::Workplane { ctx, top: Top::Wire })
+            }
+            "add" => {
+                for a in args {
+                    match a {
+                        Value::Workplane { ctx: other, .. } if *other == ctx => {}
+                        Value::Workplane { .. } => {
+                            self.notes.push(format!(
+                                "line {line}: add() of a loop from another workplane; CadQuery extrudes only this workplane's pending wires"
+                            ));
+                        }
+                        other => return self.unsupported(format!("add({})", other.kind())),
+                    }
+                }
+                Ok(Value::Workplane { ctx, top })
+            }
+            "extrude" => {
+                let [d] = args else { return self.semantic("extrude takes a distance") };
+                let d = self.number(d, "extrude distance")?;
+                let mut both = false;
+                for (k, v) in kwargs {
+                    match (k.as_str(), v) {
+                        ("both", Value::Bool(b)) => both = *b,
+                        ("combine", Value::Bool(true)) => {}
+                        _ => return self.unsupported(format!("extrude({k}=...)")),
+                    }
+                }
+                if d == 0.0 {
+                    return self.semantic("extrude by 0");
+                }
+                let c = &mut self.contexts[ctx];
+                if !c.pending_edges.is_empty() {
+                    return self.unsupported("extrude with an open wire (a loop without close())");
+                }
+                let wires = std::mem::take(&mut c.pending_wires);
+                let (plane, created) = (c.plane, c.line);
+                if wires.is_empty() {
+                    return self
+                        .semantic(format!("extrude with no closed wire pending on the workplane of line {created}"));
+                }
+                if let Some(problem) = nesting_problem(&wires) {
+                    return self.unsupported(format!(
+                        "a sketch whose {problem}: CadQuery makes the first wire the outer boundary and every other wire a hole, FreeCAD nests wires by containment, and the two differ here"
+                    ));
+                }
+                let loops: Vec<Vec<Curve>> = wires.iter().map(|w| to_global(&plane, w)).collect();
+                let areas: Vec<f64> = loops.iter().map(|l| super::loop_area(l, &plane).abs()).collect();
+                let expected_area = Some(areas[0] - areas[1..].iter().sum::<f64>());
+                let span = if both {
+                    Span { forward: d.abs(), backward: d.abs() }
+                } else if d > 0.0 {
+                    Span { forward: d, backward: 0.0 }
+                } else {
+                    Span { forward: 0.0, backward: -d }
+                };
+                self.features.push(Feature {
+                    plane,
+                    loops,
+                    span,
+                    // The mode is decided when the solid joins the part.
+                    mode: Mode::Add,
+                    label: format!("extrusion of line {line}"),
+                    expected_area,
+                });
+                Ok(Value::Solid(Solid { steps: vec![(Mode::Add, self.features.len() - 1)] }))
+            }
+            other => self.unsupported(format!(".{other}()")),
+        }
+    }
+
+    fn edge(&mut self, ctx: usize, curve: Curve2) -> Result<(), CqError> {
+        let c = &mut self.contexts[ctx];
+        let (start, end) = match curve {
+            Curve2::Line(a, b) | Curve2::Arc(a, _, b) => (a, b),
+            Curve2::Circle(..) => return Ok(()),
+        };
+        if start == end {
+            return self.semantic(format!("zero-length edge at ({}, {})", start[0], start[1]));
+        }
+        // A line straight back over the previous one makes a zero-width spike: CadQuery
+        // builds the wire, but the face and solid are not valid in either kernel.
+        if let (Some(Curve2::Line(a, b)), Curve2::Line(_, e)) = (c.pending_edges.last(), curve) {
+            let (u, v) = ([b[0] - a[0], b[1] - a[1]], [e[0] - start[0], e[1] - start[1]]);
+            let cross = u[0] * v[1] - u[1] * v[0];
+            let dot = u[0] * v[0] + u[1] * v[1];
+            if dot < 0.0 && cross.abs() <= 1e-12 * (u[0].hypot(u[1]) * v[0].hypot(v[1])) {
+                return self.unsupported(format!(
+                    "a wire that doubles back on itself at ({}, {}) (a zero-width spike)",
+                    start[0], start[1]
+                ));
+            }
+        }
+        if c.first_point.is_none() {
+            c.first_point = Some(start);
+        }
+        c.pending_edges.push(curve);
+        Ok(())
+    }
+}
+
+/// Where CadQuery's "first wire outer, the rest holes" and FreeCAD's containment-based
+/// face maker would build different faces: a later wire not strictly inside the first, or
+/// two holes that touch or nest. None when they agree.
+fn nesting_problem(wires: &[Vec<Curve2>]) -> Option<String> {
+    if wires.len() < 2 {
+        return None;
+    }
+    let polygons: Vec<Vec<[f64; 2]>> = wires.iter().map(|w| sample_wire(w)).collect();
+    let extent = polygons.iter().flatten().flat_map(|p| p.iter()).fold(0.0f64, |m, x| m.max(x.abs())).max(1e-12);
+    let eps = 1e-7 * extent;
+    let clear_inside = |k: usize, of: usize| {
+        polygons[k].iter().all(|p| inside(*p, &polygons[of]) && boundary_distance(*p, &wires[of]) > eps)
+    };
+    let clear_outside = |k: usize, of: usize| {
+        polygons[k].iter().all(|p| !inside(*p, &polygons[of]) && boundary_distance(*p, &wires[of]) > eps)
+    };
+    for k in 1..wires.len() {
+        if !clear_inside(k, 0) {
+            return Some(format!("wire {} is not strictly inside the first", k + 1));
+        }
+        for l in 1..k {
+            if !(clear_outside(k, l) && clear_outside(l, k)) {
+                return Some(format!("holes {} and {} touch or nest", l + 1, k + 1));
+            }
+        }
+    }
+    None
+}
+
+/// A dense polygon through the wire (arcs and circles at 64 points).
+fn sample_wire(wire: &[Curve2]) -> Vec<[f64; 2]> {
+    const N: usize = 64;
+    let mut out = Vec::new();
+    for c in wire {
+        match *c {
+            Curve2::Line(a, _) => out.push(a),
+            Curve2::Arc(a, m, b) => match circumcircle(a, m, b) {
+                Some((center, r)) => {
+                    let (t0, sweep) = arc_angles(a, m, b, center);
+                    out.extend((0..N).map(|i| {
+                        let t = t0 + sweep * i as f64 / N as f64;
+                        [center[0] + r * t.cos(), center[1] + r * t.sin()]
+                    }));
+                }
+                None => out.push(a),
+            },
+            Curve2::Circle(center, r) => out.extend((0..N).map(|i| {
+                let t = std::f64::consts::TAU * i as f64 / N as f64;
+                [center[0] + r * t.cos(), center[1] + r * t.sin()]
+            })),
+        }
+    }
+    out
+}
+
+/// Even-odd containment in a polygon.
+fn inside(p: [f64; 2], polygon: &[[f64; 2]]) -> bool {
+    let mut result = false;
+    for (i, a) in polygon.iter().enumerate() {
+        let b = polygon[(i + 1) % polygon.len()];
+        if (a[1] > p[1]) != (b[1] > p[1]) {
+            let x = a[0] + (p[1] - a[1]) * (b[0] - a[0]) / (b[1] - a[1]);
+            if x > p[0] {
+                result = !result;
+            }
+        }
+    }
+    result
+}
+
+/// Exact distance from `p` to the wire's curves.
+fn boundary_distance(p: [f64; 2], wire: &[Curve2]) -> f64 {
+    let dist = |a: [f64; 2], b: [f64; 2]| ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2)).sqrt();
+    wire.iter()
+        .map(|c| match *c {
+            Curve2::Line(a, b) => {
+                let (dx, dy) = (b[0] - a[0], b[1] - a[1]);
+                let len2 = dx * dx + dy * dy;
+                let t =
+                    if len2 > 0.0 { (((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / len2).clamp(0.0, 1.0) } else { 0.0 };
+                dist(p, [a[0] + t * dx, a[1] + t * dy])
+            }
+            Curve2::Circle(center, r) => (dist(p, center) - r).abs(),
+            Curve2::Arc(a, m, b) => match circumcircle(a, m, b) {
+                Some((center, r)) => {
+                    let (t0, sweep) = arc_angles(a, m, b, center);
+                    let t = (p[1] - center[1]).atan2(p[0] - center[0]);
+                    let along = if sweep >= 0.0 {
+                        (t - t0).rem_euclid(std::f64::consts::TAU)
+                    } else {
+                        (t0 - t).rem_euclid(std::f64::consts::TAU)
+                    };
+                    if along <= sweep.abs() { (dist(p, center) - r).abs() } else { dist(p, a).min(dist(p, b)) }
+                }
+                None => dist(p, a).min(dist(p, b)),
+            },
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+fn callee_name(func: &Expr) -> String {
+    match func {
+        Expr::Name(n) => n.clone(),
+        Expr::Attr(_, n) => n.clone(),
+        _ => "a call".into(),
+    }
+}
+
+fn to_global(plane: &Frame3, wire: &[Curve2]) -> Vec<Curve> {
+    let g = |p: [f64; 2]| plane.to_global(p[0], p[1]);
+    wire.iter()
+        .map(|c| match *c {
+            Curve2::Line(a, b) => Curve::Line(g(a), g(b)),
+            Curve2::Arc(a, m, b) => Curve::Arc(g(a), g(m), g(b)),
+            Curve2::Circle(center, radius) => Curve::Circle { center: g(center), radius },
+        })
+        .collect()
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::Name(n) => f.write_str(n),
+            Expr::Number(x) => write!(f, "{x}"),
+            Expr::Str(s) => write!(f, "\"{s}\""),
+            Expr::Tuple(items) => {
+                f.write_str("(")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                f.write_str(")")
+            }
+            Expr::Attr(o, n) => write!(f, "{o}.{n}"),
+            Expr::Call { func, args, kwargs } => {
+                write!(f, "{func}(")?;
+                let mut first = true;
+                for a in args {
+                    if !first {
+                        f.write_str(", ")?;
+                    }
+                    first = false;
+                    write!(f, "{a}")?;
+                }
+                for (k, v) in kwargs {
+                    if !first {
+                        f.write_str(", ")?;
+                    }
+                    first = false;
+                    write!(f, "{k}={v}")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+/// The features a CadQuery program builds, in the order they join the part.
+fn features_of(code: &str) -> Result<(Vec<Feature>, Vec<String>), CqError> {
+    let statements = parse_cadquery(code)?;
+    let mut ev = Eval {
+        vars: HashMap::new(),
+        alias: None,
+        contexts: Vec::new(),
+        features: Vec::new(),
+        notes: Vec::new(),
+        line: 0,
+    };
+    let solid = ev.run(&statements)?;
+    if solid.steps.first().is_some_and(|(m, _)| *m == Mode::Cut) {
+        return Err(CqError::Unsupported { line: ev.line, construct: "a part that starts with a cut".into() });
+    }
+    let mut seen = vec![false; ev.features.len()];
+    let mut out = Vec::new();
+    for (mode, index) in &solid.steps {
+        // The same extrusion joined twice changes nothing the second time (a ∪ a = a);
+        // cutting what was added would empty it, which no test100 part does.
+        if std::mem::replace(&mut seen[*index], true) {
+            if *mode == Mode::Add {
+                continue;
+            }
+            return Err(CqError::Unsupported {
+                line: ev.line,
+                construct: "cutting an extrusion already in the part".into(),
+            });
+        }
+        let mut f = ev.features[*index].clone();
+        f.mode = *mode;
+        out.push(f);
+    }
+    let unused = seen.iter().filter(|s| !**s).count();
+    if unused > 0 {
+        ev.notes.push(format!("{unused} extrusions are not part of `solid` and were left out"));
+    }
+    Ok((out, ev.notes))
+}
+
+/// Import CAD-Coder-style CadQuery code: build it in `session` (which should hold an empty
+/// document) and return the program in the command language.
+pub fn import_cadquery(code: &str, session: &mut Session) -> Result<Imported, ImportError> {
+    let (features, notes) = features_of(code)?;
+    build(session, &features, notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PLANE: &str =
+        "cq.Workplane(cq.Plane(cq.Vector(1.0, 2.0, 3.0), cq.Vector(1.0, 0.0, 0.0), cq.Vector(0.0, 0.0, 1.0)))";
+
+    fn features(code: &str) -> Vec<Feature> {
+        features_of(code).map(|(f, _)| f).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn tokenizer_reads_numbers_comments_and_continued_lines() {
+        let toks = tokenize("a = f(1.5e-3, -2,\n .5) # note\nb=3E2\n").expect("tokens");
+        let kinds: Vec<Tok> = toks.into_iter().map(|t| t.tok).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                Tok::Ident("a".into()),
+                Tok::Punct('='),
+                Tok::Ident("f".into()),
+                Tok::Punct('('),
+                Tok::Number(1.5e-3),
+                Tok::Punct(','),
+                Tok::Punct('-'),
+                Tok::Number(2.0),
+                Tok::Punct(','),
+                Tok::Number(0.5),
+                Tok::Punct(')'),
+                Tok::Newline,
+                Tok::Ident("b".into()),
+                Tok::Punct('='),
+                Tok::Number(300.0),
+                Tok::Newline,
+                Tok::Newline,
+            ]
+        );
+    }
+
+    #[test]
+    fn parser_builds_method_chains_and_keywords() {
+        let stmts = parse_cadquery("import cadquery as cq\ns = wp.add(l0).extrude(-0.5, both=True)\n").expect("parse");
+        assert_eq!(stmts[0], Stmt::Import { alias: "cq".into(), line: 1 });
+        let Stmt::Assign { target, value, line } = &stmts[1] else { panic!("assignment expected") };
+        assert_eq!((target.as_str(), *line), ("s", 2));
+        assert_eq!(value.to_string(), "wp.add(l0).extrude(-0.5, both=True)");
+    }
+
+    #[test]
+    fn syntax_errors_name_the_line() {
+        let err = parse_cadquery("import cadquery as cq\nx = f(1,\n2))\n").expect_err("extra paren");
+        assert!(matches!(err, CqError::Syntax { line: 3, .. }), "{err}");
+        let err = parse_cadquery("x = 1 $ 2").expect_err("bad char");
+        assert!(err.to_string().contains("line 1"), "{err}");
+    }
+
+    #[test]
+    fn unsupported_constructs_are_named_with_their_line() {
+        let code = format!("import cadquery as cq\nwp = {PLANE}\nr = wp.rect(1, 2)\n");
+        let err = features_of(&code).expect_err("rect");
+        assert_eq!(err, CqError::Unsupported { line: 3, construct: ".rect()".into() });
+        let code = format!(
+            "import cadquery as cq\nwp = {PLANE}\nl = wp.moveTo(0, 0).lineTo(1, 0).lineTo(1, 1).close()\ns = wp.add(l).extrude(1, taper=5)\nsolid = s\n"
+        );
+        let err = features_of(&code).expect_err("taper");
+        assert!(matches!(err, CqError::Unsupported { line: 4, .. }), "{err}");
+        let err = features_of("import cadquery as cq\nshow_object(x)\n").expect_err("call");
+        assert_eq!(err, CqError::Unsupported { line: 2, construct: "show_object".into() });
+    }
+
+    #[test]
+    fn close_adds_the_closing_line_and_lineto_starts_at_the_origin() {
+        let code = format!(
+            "import cadquery as cq\nwp = {PLANE}\nl = wp.lineTo(2.0, 0.0).lineTo(2.0, 1.0).close()\ns0 = wp.add(l).extrude(0.5)\nsolid = s0\n"
+        );
+        let f = features(&code);
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            f[0].loops[0],
+            vec![
+                Curve::Line([1.0, 2.0, 3.0], [3.0, 2.0, 3.0]),
+                Curve::Line([3.0, 2.0, 3.0], [3.0, 3.0, 3.0]),
+                Curve::Line([3.0, 3.0, 3.0], [1.0, 2.0, 3.0]),
+            ]
+        );
+        assert_eq!(f[0].span, Span { forward: 0.5, backward: 0.0 });
+    }
+
+    #[test]
+    fn extrude_takes_every_pending_wire_and_circles_centre_on_moveto() {
+        let code = format!(
+            "import cadquery as cq\nwp = {PLANE}\nl0 = wp.moveTo(0, 0).lineTo(4, 0).lineTo(4, 4).lineTo(0, 4).close()\nl1 = wp.moveTo(2, 2).circle(1)\ns0 = wp.add(l0).extrude(-2, both=True)\nsolid = s0\n"
+        );
+        let f = features(&code);
+        assert_eq!(f[0].loops.len(), 2);
+        assert_eq!(f[0].loops[0].len(), 4, "lineTo back to the start needs no closing line");
+        assert_eq!(f[0].loops[1], vec![Curve::Circle { center: [3.0, 4.0, 3.0], radius: 1.0 }]);
+        assert_eq!(f[0].span, Span { forward: 2.0, backward: 2.0 });
+    }
+
+    #[test]
+    fn unions_and_cuts_flatten_into_program_order() {
+        let sketch = |n: usize| {
+            format!(
+                "wp{n} = {PLANE}\nl{n} = wp{n}.moveTo(0, 0).lineTo(1, 0).lineTo(1, 1).close()\ns{n} = wp{n}.add(l{n}).extrude(1)\n"
+            )
+        };
+        let code = format!(
+            "import cadquery as cq\n{}{}{}{}solid = s0\nt = s1\nt = t.union(s2)\nsolid = solid.union(t)\nsolid = solid.cut(s3)\n",
+            sketch(0),
+            sketch(1),
+            sketch(2),
+            sketch(3)
+        );
+        let modes: Vec<Mode> = features(&code).iter().map(|f| f.mode).collect();
+        assert_eq!(modes, vec![Mode::Add, Mode::Add, Mode::Add, Mode::Cut]);
+        let bad =
+            format!("import cadquery as cq\n{}{}{}solid = s0.union(s1.cut(s2))\n", sketch(0), sketch(1), sketch(2));
+        assert!(matches!(features_of(&bad), Err(CqError::Unsupported { line: 11, .. })));
+    }
+
+    #[test]
+    fn holes_must_lie_strictly_inside_the_first_wire() {
+        let square = "wp.moveTo(0, 0).lineTo(4, 0).lineTo(4, 4).lineTo(0, 4).close()";
+        let run = |second: &str| {
+            features_of(&format!(
+                "import cadquery as cq\nwp = {PLANE}\nl0 = {square}\nl1 = {second}\nsolid = wp.add(l0).add(l1).extrude(1)\n"
+            ))
+        };
+        assert!(run("wp.moveTo(2, 2).circle(1)").is_ok());
+        // Tangent to the outer boundary, outside it, and a wire sharing the outer's corner.
+        for bad in [
+            "wp.moveTo(3, 2).circle(1)",
+            "wp.moveTo(6, 2).circle(1)",
+            "wp.moveTo(0, 0).lineTo(1, 0).lineTo(1, 1).close()",
+        ] {
+            let err = run(bad).expect_err(bad);
+            assert!(
+                matches!(&err, CqError::Unsupported { line: 5, construct } if construct.contains("wire 2")),
+                "{err}"
+            );
+        }
+        let spike = "wp.moveTo(1, 1).lineTo(3, 1).lineTo(2, 1).lineTo(2, 3).close()";
+        assert!(matches!(run(spike), Err(CqError::Unsupported { line: 4, .. })));
+        let arcs = "wp.moveTo(1, 1).lineTo(3, 1).threePointArc((3.9, 2), (3, 3)).lineTo(1, 3).close()";
+        assert!(run(arcs).is_ok(), "an arc 0.1 from the boundary is inside");
+    }
+
+    #[test]
+    fn planes_make_x_perpendicular_and_refuse_skew_axes() {
+        let code = "import cadquery as cq\nwp = cq.Workplane(cq.Plane(cq.Vector(0, 0, 0), cq.Vector(1, 0, 0), cq.Vector(0, 1, 1)))\n";
+        assert!(matches!(features_of(code), Err(CqError::NoResult)));
+        let code = "import cadquery as cq\nwp = cq.Workplane(cq.Plane(cq.Vector(0, 0, 0), cq.Vector(1, 0, 1), cq.Vector(0, 0, 1)))\n";
+        assert!(matches!(features_of(code), Err(CqError::Semantic { line: 2, .. })));
+    }
+}

@@ -1,0 +1,367 @@
+//! DeepCAD's JSON (Onshape sketches and extrusions, as DeepCAD and SeekCAD ship them).
+//!
+//! Curve points are in the sketch's 2D frame (`transform`: origin, x_axis, y_axis, z_axis);
+//! an extrusion runs along the sketch's z axis, `extent_one` along it and, for two sides,
+//! `extent_two` against it; a symmetric extrusion goes `extent_one` to each side (DeepCAD's
+//! own reconstruction does this, and the fixture's bounding box agrees). New bodies and joins
+//! add material, cuts remove it; intersections have no command and are refused.
+
+use std::collections::HashMap;
+use std::f64::consts::TAU;
+
+use freecad_bridge::Session;
+use freecad_bridge::command::Mode;
+use serde::Deserialize;
+
+use super::{Curve, Feature, Frame3, ImportError, Imported, Span, V3, build, cross, dot, norm, sub, unit};
+
+#[derive(Debug, Deserialize)]
+struct Document {
+    entities: HashMap<String, serde_json::Value>,
+    sequence: Vec<Step>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Step {
+    #[serde(rename = "type")]
+    kind: String,
+    entity: String,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+struct P {
+    x: f64,
+    y: f64,
+    #[serde(default)]
+    z: f64,
+}
+
+impl P {
+    fn v(self) -> V3 {
+        [self.x, self.y, self.z]
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Transform {
+    origin: P,
+    x_axis: P,
+    y_axis: P,
+    z_axis: P,
+}
+
+#[derive(Debug, Deserialize)]
+struct SketchEntity {
+    transform: Transform,
+    profiles: HashMap<String, Profile>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Profile {
+    loops: Vec<Loop>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Loop {
+    #[serde(default)]
+    is_outer: bool,
+    profile_curves: Vec<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type")]
+enum ProfileCurve {
+    Line3D {
+        start_point: P,
+        end_point: P,
+        #[serde(default)]
+        curve: Option<String>,
+    },
+    Arc3D {
+        start_point: P,
+        end_point: P,
+        center_point: P,
+        radius: f64,
+        start_angle: f64,
+        end_angle: f64,
+        #[serde(default)]
+        curve: Option<String>,
+    },
+    Circle3D {
+        center_point: P,
+        radius: f64,
+        #[serde(default)]
+        curve: Option<String>,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+struct ExtrudeEntity {
+    extent_one: Extent,
+    #[serde(default)]
+    extent_two: Option<Extent>,
+    extent_type: String,
+    operation: String,
+    #[serde(default)]
+    profiles: Vec<ProfileRef>,
+    #[serde(default)]
+    start_extent: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Extent {
+    distance: Distance,
+}
+
+#[derive(Debug, Deserialize)]
+struct Distance {
+    value: f64,
+}
+
+#[derive(Debug, Deserialize)]
+struct ProfileRef {
+    profile: String,
+    sketch: String,
+}
+
+/// A curve with its DeepCAD curve id, which adjacent profiles share.
+type KeyedCurve = (Option<String>, Curve);
+
+fn json_error(what: impl std::fmt::Display) -> ImportError {
+    ImportError::DeepCadJson(what.to_string())
+}
+
+fn unsupported(construct: impl Into<String>, entity: &str) -> ImportError {
+    ImportError::DeepCadUnsupported { construct: construct.into(), entity: entity.to_string() }
+}
+
+/// Import a DeepCAD JSON model: build it in `session` (which should hold an empty document)
+/// and return the program in the command language.
+pub fn import_deepcad(json: &str, session: &mut Session) -> Result<Imported, ImportError> {
+    let doc: Document = serde_json::from_str(json).map_err(json_error)?;
+    let mut notes = Vec::new();
+    let mut sketches: HashMap<&str, (Frame3, SketchEntity)> = HashMap::new();
+    let mut last_sketch: Option<&str> = None;
+    let mut features = Vec::new();
+    for step in &doc.sequence {
+        let entity = doc
+            .entities
+            .get(&step.entity)
+            .ok_or_else(|| json_error(format!("the sequence names {} which is not among the entities", step.entity)))?;
+        match step.kind.as_str() {
+            "Sketch" => {
+                let sketch: SketchEntity = serde_json::from_value(entity.clone())
+                    .map_err(|e| json_error(format!("sketch {}: {e}", step.entity)))?;
+                let t = &sketch.transform;
+                let (Some(x), Some(z)) = (unit(t.x_axis.v()), unit(t.z_axis.v())) else {
+                    return Err(json_error(format!("sketch {}: degenerate transform", step.entity)));
+                };
+                // Curve points are given in x_axis / y_axis: keep y as given when it is the
+                // right-handed one, refuse otherwise rather than mirror silently.
+                let y = cross(z, x);
+                if norm(sub(y, t.y_axis.v())) > 1e-6 || dot(x, z).abs() > 1e-6 {
+                    return Err(unsupported(
+                        "a sketch transform that is not an orthonormal right-handed frame",
+                        &step.entity,
+                    ));
+                }
+                let frame = Frame3 { origin: t.origin.v(), x, y, z };
+                sketches.insert(step.entity.as_str(), (frame, sketch));
+                last_sketch = Some(step.entity.as_str());
+            }
+            "ExtrudeFeature" => {
+                let e: ExtrudeEntity = serde_json::from_value(entity.clone())
+                    .map_err(|err| json_error(format!("extrusion {}: {err}", step.entity)))?;
+                features.push(extrusion(&step.entity, &e, &sketches, last_sketch, &mut notes, features.is_empty())?);
+            }
+            other => return Err(unsupported(format!("feature type {other}"), &step.entity)),
+        }
+    }
+    build(session, &features, notes)
+}
+
+fn extrusion(
+    id: &str,
+    e: &ExtrudeEntity,
+    sketches: &HashMap<&str, (Frame3, SketchEntity)>,
+    last_sketch: Option<&str>,
+    notes: &mut Vec<String>,
+    first: bool,
+) -> Result<Feature, ImportError> {
+    if let Some(start) = &e.start_extent
+        && start.get("type").and_then(|t| t.as_str()).is_some_and(|t| t != "ProfilePlaneStartDefinition")
+    {
+        return Err(unsupported(format!("start extent {start}"), id));
+    }
+    let mode = match e.operation.as_str() {
+        "NewBodyFeatureOperation" | "JoinFeatureOperation" => Mode::Add,
+        "CutFeatureOperation" => Mode::Cut,
+        "IntersectFeatureOperation" => return Err(unsupported("intersect operation (no command does it)", id)),
+        other => return Err(unsupported(format!("operation {other}"), id)),
+    };
+    if first && mode == Mode::Cut {
+        return Err(unsupported("a cut before any material", id));
+    }
+    let one = e.extent_one.distance.value;
+    let span = match e.extent_type.as_str() {
+        "OneSideFeatureExtentType" if one >= 0.0 => Span { forward: one, backward: 0.0 },
+        "OneSideFeatureExtentType" => Span { forward: 0.0, backward: -one },
+        "SymmetricFeatureExtentType" => Span { forward: one.abs(), backward: one.abs() },
+        "TwoSidesFeatureExtentType" => {
+            let two = e
+                .extent_two
+                .as_ref()
+                .map(|x| x.distance.value)
+                .ok_or_else(|| json_error(format!("extrusion {id}: two-sided without extent_two")))?;
+            Span { forward: one, backward: two }
+        }
+        other => return Err(unsupported(format!("extent type {other}"), id)),
+    };
+    // Which profiles: the references, or, where the file lists none (SeekCAD's export), every
+    // profile of the sketch just before the extrusion.
+    let refs: Vec<(String, String)> = if e.profiles.is_empty() {
+        let Some(sketch) = last_sketch else { return Err(unsupported("an extrusion before any sketch", id)) };
+        let (_, s) = &sketches[sketch];
+        let mut names: Vec<&String> = s.profiles.keys().collect();
+        names.sort();
+        notes.push(format!("extrusion {id} lists no profiles: using all {} of sketch {sketch}", names.len()));
+        names.into_iter().map(|p| (sketch.to_string(), p.clone())).collect()
+    } else {
+        e.profiles.iter().map(|r| (r.sketch.clone(), r.profile.clone())).collect()
+    };
+    let mut plane: Option<Frame3> = None;
+    let mut curves: Vec<(Option<String>, Curve)> = Vec::new();
+    let mut loops: Vec<(bool, Vec<KeyedCurve>)> = Vec::new();
+    for (sketch_id, profile_id) in &refs {
+        let (frame, sketch) = sketches
+            .get(sketch_id.as_str())
+            .ok_or_else(|| json_error(format!("extrusion {id} names sketch {sketch_id}, not defined before it")))?;
+        if plane.is_some_and(|p| p != *frame) {
+            return Err(unsupported("one extrusion of profiles from sketches on different planes", id));
+        }
+        plane = Some(*frame);
+        let profile = sketch.profiles.get(profile_id).ok_or_else(|| {
+            json_error(format!("extrusion {id} names profile {profile_id}, not in sketch {sketch_id}"))
+        })?;
+        for l in &profile.loops {
+            let mut out = Vec::new();
+            for c in &l.profile_curves {
+                let c: ProfileCurve = serde_json::from_value(c.clone())
+                    .map_err(|err| unsupported(format!("profile curve ({err})"), profile_id))?;
+                let (key, curve) = curve3(&c, frame, profile_id)?;
+                curves.push((key.clone(), curve));
+                out.push((key, curve));
+            }
+            loops.push((l.is_outer, out));
+        }
+    }
+    let Some(plane) = plane else { return Err(unsupported("an extrusion without profiles", id)) };
+    // Adjacent profiles of one sketch share boundary curves; extruded together, the shared
+    // curves are interior and must not reach the sketch (they would split the face).
+    let shared = |c: &Curve, key: &Option<String>| {
+        curves.iter().filter(|(k, other)| (key.is_some() && k == key) || same_curve(other, c)).count() > 1
+    };
+    let mut kept: Vec<Vec<Curve>> = Vec::new();
+    let mut dropped = 0;
+    // Outer loops first, as FreeCAD's face maker does not care and readers of the program do.
+    loops.sort_by_key(|(outer, _)| !*outer);
+    for (_, l) in &loops {
+        let mut out = Vec::new();
+        for (key, c) in l {
+            if refs.len() > 1 && shared(c, key) {
+                dropped += 1;
+            } else {
+                out.push(*c);
+            }
+        }
+        if !out.is_empty() {
+            kept.push(out);
+        }
+    }
+    if dropped > 0 {
+        notes.push(format!("extrusion {id}: dropped {dropped} curves shared by the profiles it joins"));
+    }
+    // Outer loops bound material, inner ones holes; shared curves cancel only in the union.
+    let expected_area = (dropped == 0).then(|| {
+        loops
+            .iter()
+            .map(|(outer, l)| {
+                let curves: Vec<Curve> = l.iter().map(|(_, c)| *c).collect();
+                let a = super::loop_area(&curves, &plane).abs();
+                if *outer { a } else { -a }
+            })
+            .sum::<f64>()
+    });
+    Ok(Feature { plane, loops: kept, span, mode, label: format!("extrusion {id}"), expected_area })
+}
+
+/// The curve in global coordinates, with its DeepCAD curve id.
+fn curve3(c: &ProfileCurve, frame: &Frame3, profile: &str) -> Result<(Option<String>, Curve), ImportError> {
+    let g = |p: P| frame.to_global(p.x, p.y);
+    Ok(match c {
+        ProfileCurve::Line3D { start_point, end_point, curve } => {
+            (curve.clone(), Curve::Line(g(*start_point), g(*end_point)))
+        }
+        ProfileCurve::Circle3D { center_point, radius, curve } => {
+            (curve.clone(), Curve::Circle { center: g(*center_point), radius: *radius })
+        }
+        ProfileCurve::Arc3D { start_point, end_point, center_point, radius, start_angle, end_angle, curve } => {
+            let mid = arc_mid(*start_point, *end_point, *center_point, *radius, end_angle - start_angle)
+                .ok_or_else(|| unsupported("a degenerate arc", profile))?;
+            (curve.clone(), Curve::Arc(g(*start_point), frame.to_global(mid[0], mid[1]), g(*end_point)))
+        }
+    })
+}
+
+/// The midpoint of the arc from `s` to `e` about `c` whose sweep is `sweep` radians. The
+/// reference vectors of DeepCAD files do not reliably give the arc's start, but the sweep
+/// picks one of the two arcs between the end points unambiguously.
+fn arc_mid(s: P, e: P, c: P, radius: f64, sweep: f64) -> Option<[f64; 2]> {
+    let a_s = (s.y - c.y).atan2(s.x - c.x);
+    let a_e = (e.y - c.y).atan2(e.x - c.x);
+    let ccw = (a_e - a_s).rem_euclid(TAU);
+    if radius.is_nan() || radius <= 0.0 || ccw == 0.0 {
+        return None;
+    }
+    let sweep = sweep.abs();
+    let a_m = if (ccw - sweep).abs() <= (TAU - ccw - sweep).abs() { a_s + ccw / 2.0 } else { a_s - (TAU - ccw) / 2.0 };
+    Some([c.x + radius * a_m.cos(), c.y + radius * a_m.sin()])
+}
+
+fn same_curve(a: &Curve, b: &Curve) -> bool {
+    let close = |p: V3, q: V3| norm(sub(p, q)) <= 1e-9 * (1.0 + norm(p));
+    match (a, b) {
+        (Curve::Line(a0, a1), Curve::Line(b0, b1)) => {
+            (close(*a0, *b0) && close(*a1, *b1)) || (close(*a0, *b1) && close(*a1, *b0))
+        }
+        (Curve::Arc(a0, am, a1), Curve::Arc(b0, bm, b1)) => {
+            close(*am, *bm) && ((close(*a0, *b0) && close(*a1, *b1)) || (close(*a0, *b1) && close(*a1, *b0)))
+        }
+        (Curve::Circle { center: ca, radius: ra }, Curve::Circle { center: cb, radius: rb }) => {
+            close(*ca, *cb) && (ra - rb).abs() <= 1e-9 * ra.abs().max(1.0)
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sweep_chooses_between_the_two_arcs() {
+        let p = |x, y| P { x, y, z: 0.0 };
+        // Quarter arc from (1,0) to (0,1) counter-clockwise: midpoint at 45 degrees.
+        let m = arc_mid(p(1.0, 0.0), p(0.0, 1.0), p(0.0, 0.0), 1.0, std::f64::consts::FRAC_PI_2).expect("arc");
+        assert!((m[0] - m[1]).abs() < 1e-12 && m[0] > 0.0);
+        // The same end points with a three-quarter sweep: the other way round.
+        let m = arc_mid(p(1.0, 0.0), p(0.0, 1.0), p(0.0, 0.0), 1.0, 1.5 * std::f64::consts::PI).expect("arc");
+        assert!((m[0] - m[1]).abs() < 1e-12 && m[0] < 0.0);
+    }
+
+    #[test]
+    fn malformed_json_is_named() {
+        let err = serde_json::from_str::<Document>("{\"entities\": {}}").map_err(json_error).expect_err("no sequence");
+        assert!(err.to_string().contains("sequence"), "{err}");
+    }
+}

@@ -1,0 +1,703 @@
+//! Importers of public construction sequences into the command language.
+//!
+//! Two sources: the CadQuery subset of CAD-Coder's test100 ([`import_cadquery`]) and
+//! DeepCAD's JSON ([`import_deepcad`]). Both first turn their input into a list of
+//! sketch-and-extrude features in global 3D coordinates and then replay them in a
+//! [`Session`], one command at a time, so that each sketch can be placed by looking at the
+//! model built so far:
+//!
+//! 1. on an existing planar face, by ID (`"on": "F7"`), where the sketch plane coincides
+//!    with one: that is the explicit reference the method wants, and a sketch so placed
+//!    follows its face when an upstream depth is edited;
+//! 2. else on a base plane (`XY`, `XZ`, `YZ`) through the origin;
+//! 3. else on a construction plane `P1`, `P2`... built on `XY` with an origin (`at`,
+//!    `offset`) and rotations that reproduce the source frame, checked against FreeCAD's.
+//!
+//! Sketch coordinates are then computed in the frame FreeCAD gives the chosen support
+//! ([`Session::plane_frame`]), by mapping every point through 3D, so the geometry is the
+//! source's whatever the support's own orientation. The session ends holding the model.
+//!
+//! ```no_run
+//! use freecad_bridge::{Session, WorkerConfig};
+//! use gerd::import::import_cadquery;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let code = "import cadquery as cq
+//! wp = cq.Workplane(cq.Plane(cq.Vector(0, 0, 0), cq.Vector(1, 0, 0), cq.Vector(0, 0, 1)))
+//! loop0 = wp.moveTo(0, 0).lineTo(2, 0).lineTo(2, 1).lineTo(0, 1).close()
+//! solid = wp.add(loop0).extrude(0.5)
+//! ";
+//! let mut session = Session::new(WorkerConfig::new("vision2cad"))?;
+//! let imported = import_cadquery(code, &mut session)?;
+//! println!("{}", serde_json::to_string_pretty(&imported.program)?);
+//! assert!((session.state().volume - 1.0).abs() < 1e-9);
+//! # Ok(())
+//! # }
+//! ```
+
+mod cadquery;
+mod deepcad;
+
+use freecad_bridge::command::{Command, Extent, Extrude, Mode, Plane, PlaneRotation, Primitive, Rotations, Sketch};
+use freecad_bridge::state::{FaceKind, Frame};
+use freecad_bridge::{BridgeError, Program, Session};
+
+pub use cadquery::{CqError, import_cadquery, parse_cadquery};
+pub use deepcad::import_deepcad;
+
+/// A program in the command language, with what the importer noticed on the way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Imported {
+    pub program: Program,
+    /// Choices and approximations worth knowing about (one line each).
+    pub notes: Vec<String>,
+    /// Where the sketches went.
+    pub placements: PlacementCounts,
+}
+
+/// How many sketches went on faces by ID, on base planes and on construction planes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlacementCounts {
+    pub faces: usize,
+    pub base_planes: usize,
+    pub construction_planes: usize,
+}
+
+/// Why an import failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The CadQuery text is outside the supported subset or malformed.
+    #[error(transparent)]
+    CadQuery(#[from] CqError),
+    /// The DeepCAD JSON does not have the expected shape.
+    #[error("DeepCAD JSON: {0}")]
+    DeepCadJson(String),
+    /// A DeepCAD construct the command language cannot express.
+    #[error("DeepCAD: unsupported {construct} ({entity})")]
+    DeepCadUnsupported { construct: String, entity: String },
+    /// The geometry cannot be expressed (degenerate curve, an extrusion not touching the plane...).
+    #[error("{what}: {reason}")]
+    Geometry { what: String, reason: String },
+    /// FreeCAD refused a command of the converted program.
+    #[error("command {index} ({op}) of the converted program failed: {error}")]
+    Command { index: usize, op: String, error: BridgeError },
+    /// A query to FreeCAD (a plane frame, a tessellation) failed.
+    #[error("{what}: {error}")]
+    Query { what: String, error: BridgeError },
+}
+
+// ------------------------------------------------------------------------ shared geometry
+
+pub(crate) type V3 = [f64; 3];
+
+pub(crate) fn add(a: V3, b: V3) -> V3 {
+    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
+}
+pub(crate) fn sub(a: V3, b: V3) -> V3 {
+    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+}
+pub(crate) fn scale(a: V3, s: f64) -> V3 {
+    [a[0] * s, a[1] * s, a[2] * s]
+}
+pub(crate) fn dot(a: V3, b: V3) -> f64 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+/// The circle through three points: centre and radius.
+pub(crate) fn circumcircle(a: [f64; 2], b: [f64; 2], c: [f64; 2]) -> Option<([f64; 2], f64)> {
+    let d = 2.0 * (a[0] * (b[1] - c[1]) + b[0] * (c[1] - a[1]) + c[0] * (a[1] - b[1]));
+    if d.abs() < 1e-300 {
+        return None;
+    }
+    let (a2, b2, c2) = (a[0] * a[0] + a[1] * a[1], b[0] * b[0] + b[1] * b[1], c[0] * c[0] + c[1] * c[1]);
+    let ux = (a2 * (b[1] - c[1]) + b2 * (c[1] - a[1]) + c2 * (a[1] - b[1])) / d;
+    let uy = (a2 * (c[0] - b[0]) + b2 * (a[0] - c[0]) + c2 * (b[0] - a[0])) / d;
+    Some(([ux, uy], ((a[0] - ux).powi(2) + (a[1] - uy).powi(2)).sqrt()))
+}
+
+/// Start angle and signed sweep of the arc from `a` through `m` to `b` about `center`.
+pub(crate) fn arc_angles(a: [f64; 2], m: [f64; 2], b: [f64; 2], center: [f64; 2]) -> (f64, f64) {
+    use std::f64::consts::TAU;
+    let angle = |p: [f64; 2]| (p[1] - center[1]).atan2(p[0] - center[0]);
+    let (t0, tm, t1) = (angle(a), angle(m), angle(b));
+    let ccw_end = (t1 - t0).rem_euclid(TAU);
+    let ccw_mid = (tm - t0).rem_euclid(TAU);
+    if ccw_mid < ccw_end { (t0, ccw_end) } else { (t0, ccw_end - TAU) }
+}
+
+/// Signed area enclosed by a closed loop, in `plane`'s coordinates (counter-clockwise positive).
+pub(crate) fn loop_area(curves: &[Curve], plane: &Frame3) -> f64 {
+    let mut area = 0.0;
+    for c in curves {
+        match *c {
+            Curve::Circle { radius, .. } => area += std::f64::consts::PI * radius * radius,
+            Curve::Line(a, b) => {
+                let (a, b) = (plane.to_local(a), plane.to_local(b));
+                area += 0.5 * (a[0] * b[1] - b[0] * a[1]);
+            }
+            Curve::Arc(a, m, b) => {
+                let (a, m, b) = (plane.to_local(a), plane.to_local(m), plane.to_local(b));
+                area += 0.5 * (a[0] * b[1] - b[0] * a[1]);
+                if let Some((center, r)) = circumcircle(a, m, b) {
+                    // The circular segment between the chord and the arc, on the side the
+                    // arc turns to.
+                    let (_, sweep) = arc_angles(a, m, b, center);
+                    area += sweep.signum() * 0.5 * r * r * (sweep.abs() - sweep.abs().sin());
+                }
+            }
+        }
+    }
+    area
+}
+
+pub(crate) fn cross(a: V3, b: V3) -> V3 {
+    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+}
+pub(crate) fn norm(a: V3) -> f64 {
+    dot(a, a).sqrt()
+}
+pub(crate) fn unit(a: V3) -> Option<V3> {
+    let n = norm(a);
+    (n.is_finite() && n > 1e-300).then(|| scale(a, 1.0 / n))
+}
+
+/// An orthonormal right-handed frame in global coordinates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Frame3 {
+    pub origin: V3,
+    pub x: V3,
+    pub y: V3,
+    pub z: V3,
+}
+
+impl Frame3 {
+    /// The frame OCCT's `gp_Ax3(origin, normal, x_dir)` builds: the normal wins and the
+    /// x direction is made perpendicular to it (CadQuery's `Plane` does exactly this).
+    pub fn from_normal_x(origin: V3, normal: V3, x_dir: V3) -> Option<Frame3> {
+        let z = unit(normal)?;
+        let x = unit(cross(z, cross(x_dir, z)))?;
+        let y = cross(z, x);
+        Some(Frame3 { origin, x, y, z })
+    }
+
+    pub fn to_global(self, u: f64, v: f64) -> V3 {
+        add(self.origin, add(scale(self.x, u), scale(self.y, v)))
+    }
+
+    fn of(frame: &Frame) -> Frame3 {
+        Frame3 { origin: frame.origin, x: frame.x_axis, y: frame.y_axis, z: frame.normal }
+    }
+
+    pub fn to_local(self, p: V3) -> [f64; 2] {
+        let d = sub(p, self.origin);
+        [dot(d, self.x), dot(d, self.y)]
+    }
+}
+
+/// A profile curve in global coordinates. Consecutive curves of a loop share their end
+/// points by value, so the sketch points they map to are bitwise equal.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Curve {
+    Line(V3, V3),
+    /// Start, a point on the arc, end.
+    Arc(V3, V3, V3),
+    Circle {
+        center: V3,
+        radius: f64,
+    },
+}
+
+impl Curve {
+    fn points(&self) -> Vec<V3> {
+        match *self {
+            Curve::Line(a, b) => vec![a, b],
+            Curve::Arc(a, m, b) => vec![a, m, b],
+            Curve::Circle { center, .. } => vec![center],
+        }
+    }
+}
+
+/// Material along the plane normal: the solid spans `[-backward, forward]` from the plane.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Span {
+    pub forward: f64,
+    pub backward: f64,
+}
+
+/// One sketch and its extrusion, as the source defines them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Feature {
+    pub plane: Frame3,
+    pub loops: Vec<Vec<Curve>>,
+    pub span: Span,
+    pub mode: Mode,
+    /// Names the feature in messages (`solid1, line 7`, a DeepCAD entity id).
+    pub label: String,
+    /// The area of the face the source builds from the loops, where known: the first
+    /// feature's volume is checked against it.
+    pub expected_area: Option<f64>,
+}
+
+/// Where a sketch goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Support {
+    Face(String),
+    Base(&'static str),
+    Construction(String),
+}
+
+/// Replays features in a session, choosing supports and writing the program.
+struct Builder<'s> {
+    session: &'s mut Session,
+    commands: Vec<Command>,
+    notes: Vec<String>,
+    counts: PlacementCounts,
+    /// Construction planes made so far, with their planes, for reuse.
+    planes: Vec<(String, Frame3)>,
+    sketches: usize,
+}
+
+/// Relative tolerance on the parallelism of two unit normals.
+const PARALLEL_TOLERANCE: f64 = 1e-9;
+/// Distance between coincident planes, relative to the part size.
+const COPLANAR_TOLERANCE: f64 = 1e-7;
+/// How closely a construction plane must reproduce the source frame, relative to the part size.
+const FRAME_TOLERANCE: f64 = 1e-9;
+
+/// How a feature that FreeCAD refused relates to what the source builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// The union or cut changes nothing (the extrusion repeats material already there, or
+    /// misses the part): the source's boolean is a no-op, so leaving it out is exact.
+    NoEffect,
+    /// The union would leave separate solids for now (a later feature may join them).
+    Disconnected,
+}
+
+fn refusal(error: &ImportError) -> Option<Refusal> {
+    let ImportError::Command { op, error: BridgeError::Command { reason, .. }, .. } = error else { return None };
+    if op != "extrude" {
+        return None;
+    }
+    // The worker's wording (freecad-bridge's `_check_solid` and PartDesign's own message).
+    if reason.contains("added no material") || reason.contains("removed no material") {
+        Some(Refusal::NoEffect)
+    } else if reason.contains("multiple solids") || reason.contains("separate solids") {
+        Some(Refusal::Disconnected)
+    } else {
+        None
+    }
+}
+
+/// Execute `features` in order (the first adds material) and return the program.
+///
+/// PartDesign keeps one solid after every feature, while a CadQuery or DeepCAD program may
+/// union extrusions that only touch once a later one joins them. Consecutive additions
+/// commute (a union is order-free), so within such a run a refused addition is retried after
+/// the others; cuts are never moved across additions.
+pub(crate) fn build(
+    session: &mut Session,
+    features: &[Feature],
+    mut notes: Vec<String>,
+) -> Result<Imported, ImportError> {
+    if features.is_empty() {
+        return Err(ImportError::Geometry { what: "the program".into(), reason: "it builds no solid".into() });
+    }
+    // Face IDs, the first feature's volume check and the replay after a refused feature all
+    // assume the program starts from nothing.
+    if !session.state().empty || !session.state().features.is_empty() {
+        return Err(ImportError::Geometry {
+            what: "the session".into(),
+            reason: "an import needs an empty document (call Session::reset first)".into(),
+        });
+    }
+    let mut b = Builder {
+        session,
+        commands: Vec::new(),
+        notes: Vec::new(),
+        counts: PlacementCounts::default(),
+        planes: Vec::new(),
+        sketches: 0,
+    };
+    let mut i = 0;
+    while i < features.len() {
+        let run = features[i..].iter().take_while(|f| f.mode == features[i].mode).count();
+        let run = if features[i].mode == Mode::Add { run } else { 1 };
+        let mut pending: Vec<&Feature> = features[i..i + run].iter().collect();
+        while !pending.is_empty() {
+            let mut deferred = Vec::new();
+            let mut last = None;
+            for f in &pending {
+                match b.attempt(f) {
+                    Ok(None) => {}
+                    Ok(Some(Refusal::NoEffect)) => {
+                        b.notes.push(format!(
+                            "{}: left out, it changes nothing (the source's boolean is a no-op)",
+                            f.label
+                        ));
+                    }
+                    Ok(Some(Refusal::Disconnected)) => deferred.push(*f),
+                    Err(e) => return Err(e),
+                }
+                last = Some(f.label.clone());
+            }
+            if deferred.len() == pending.len() {
+                let labels: Vec<&str> = deferred.iter().map(|f| f.label.as_str()).collect();
+                return Err(ImportError::Geometry {
+                    what: labels.join(", "),
+                    reason: "the part is several separate solids (a PartDesign body holds one)".into(),
+                });
+            }
+            if !deferred.is_empty() {
+                b.notes.push(format!(
+                    "{} added after {} to keep one solid at every step",
+                    deferred.iter().map(|f| f.label.as_str()).collect::<Vec<_>>().join(", "),
+                    last.unwrap_or_default()
+                ));
+            }
+            pending = deferred;
+        }
+        i += run;
+    }
+    notes.append(&mut b.notes);
+    Ok(Imported {
+        program: Program { name: None, description: None, commands: b.commands },
+        notes,
+        placements: b.counts,
+    })
+}
+
+impl Builder<'_> {
+    /// Build one feature; where FreeCAD refuses it for a reason in [`Refusal`], put the
+    /// document and the program back as they were and say why.
+    fn attempt(&mut self, f: &Feature) -> Result<Option<Refusal>, ImportError> {
+        let (commands, counts, planes, sketches) = (self.commands.len(), self.counts, self.planes.len(), self.sketches);
+        let notes = self.notes.len();
+        let error = match self.feature(f) {
+            Ok(()) => return Ok(None),
+            Err(e) => e,
+        };
+        let Some(why) = refusal(&error) else { return Err(error) };
+        self.commands.truncate(commands);
+        self.counts = counts;
+        self.planes.truncate(planes);
+        self.sketches = sketches;
+        self.notes.truncate(notes);
+        // The sketch (and any plane) before the refused extrusion are in the document:
+        // rebuild it from the program so far.
+        self.session.reset().map_err(|error| ImportError::Query {
+            what: "resetting the document to drop a refused feature".into(),
+            error,
+        })?;
+        for (index, command) in self.commands.iter().enumerate() {
+            self.session.execute(command).map_err(|error| ImportError::Command {
+                index,
+                op: command.op().into(),
+                error,
+            })?;
+        }
+        Ok(Some(why))
+    }
+
+    fn execute(&mut self, command: Command) -> Result<(), ImportError> {
+        let index = self.commands.len();
+        self.session.execute(&command).map_err(|error| ImportError::Command {
+            index,
+            op: command.op().to_string(),
+            error,
+        })?;
+        self.commands.push(command);
+        Ok(())
+    }
+
+    fn frame(&mut self, on: &str) -> Result<Frame3, ImportError> {
+        self.session
+            .plane_frame(on)
+            .map(|f| Frame3::of(&f))
+            .map_err(|error| ImportError::Query { what: format!("the frame of {on}"), error })
+    }
+
+    /// A length scale for tolerances: the part so far and the new profile together.
+    fn size(&self, feature: &Feature) -> f64 {
+        let mut lo = [f64::INFINITY; 3];
+        let mut hi = [f64::NEG_INFINITY; 3];
+        for p in feature.loops.iter().flatten().flat_map(Curve::points) {
+            for i in 0..3 {
+                lo[i] = lo[i].min(p[i]);
+                hi[i] = hi[i].max(p[i]);
+            }
+        }
+        let profile = if lo[0].is_finite() { norm(sub(hi, lo)) } else { 0.0 };
+        let model = self.session.state().bbox.as_ref().map_or(0.0, |b| b.diagonal());
+        let size = profile.max(model).max(feature.span.forward.abs()).max(feature.span.backward.abs());
+        if size > 0.0 { size } else { 1.0 }
+    }
+
+    fn feature(&mut self, f: &Feature) -> Result<(), ImportError> {
+        let size = self.size(f);
+        let support = self.support(f, size)?;
+        let on = match &support {
+            Support::Face(id) => {
+                self.counts.faces += 1;
+                id.clone()
+            }
+            Support::Base(name) => {
+                self.counts.base_planes += 1;
+                (*name).to_string()
+            }
+            Support::Construction(name) => {
+                self.counts.construction_planes += 1;
+                name.clone()
+            }
+        };
+        let frame = self.frame(&on)?;
+        // The support's plane must hold the profile: check it rather than trust the choice.
+        let off = dot(sub(f.plane.origin, frame.origin), frame.z);
+        if dot(frame.z, f.plane.z).abs() < 1.0 - 1e-9 || off.abs() > COPLANAR_TOLERANCE * size {
+            return Err(ImportError::Geometry {
+                what: f.label.clone(),
+                reason: format!("the support {on} does not hold the sketch plane (offset {off:e})"),
+            });
+        }
+        let first = self.session.state().empty;
+        let primitives = sketch_primitives(&f.loops, &frame);
+        self.sketches += 1;
+        let name = format!("S{}", self.sketches);
+        self.execute(Command::Sketch(Sketch {
+            name: name.clone(),
+            on,
+            primitives,
+            constraints: Vec::new(),
+            auto_coincident: true,
+        }))?;
+        let sign = if dot(frame.z, f.plane.z) > 0.0 { 1.0 } else { -1.0 };
+        let (extent, reversed) = extent_for(f.span, sign, f.mode).ok_or_else(|| ImportError::Geometry {
+            what: f.label.clone(),
+            reason: format!(
+                "the extrusion spans {} to {} from its sketch plane; the command language extrudes from the plane",
+                -f.span.backward, f.span.forward
+            ),
+        })?;
+        self.execute(Command::Extrude(Extrude { profile: name, mode: f.mode, extent, reversed }))?;
+        // The first solid is the prism of the source's face: its volume checks that FreeCAD's
+        // face maker built the same face from the loops.
+        if let (true, Some(area)) = (first, f.expected_area) {
+            let expected = area * (f.span.forward + f.span.backward);
+            let volume = self.session.state().volume;
+            if (volume - expected).abs() > 1e-6 * expected.abs() {
+                return Err(ImportError::Geometry {
+                    what: f.label.clone(),
+                    reason: format!(
+                        "FreeCAD built a solid of volume {volume} where the source's face gives {expected}"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn support(&mut self, f: &Feature, size: f64) -> Result<Support, ImportError> {
+        let z = f.plane.z;
+        let coplanar = |normal: V3, point: V3| {
+            norm(cross(normal, z)) <= PARALLEL_TOLERANCE
+                && dot(sub(f.plane.origin, point), normal).abs() <= COPLANAR_TOLERANCE * size
+        };
+        let candidates: Vec<(String, f64)> = self
+            .session
+            .state()
+            .faces
+            .iter()
+            .filter(|face| face.kind == FaceKind::Plane)
+            .filter_map(|face| {
+                let n = unit(face.normal?)?;
+                coplanar(n, face.centroid).then(|| (face.id.clone(), face.area))
+            })
+            .collect();
+        if let Some(id) = self.best_face(f, &candidates, size)? {
+            return Ok(Support::Face(id));
+        }
+        for (name, normal) in [("XY", [0.0, 0.0, 1.0]), ("XZ", [0.0, 1.0, 0.0]), ("YZ", [1.0, 0.0, 0.0])] {
+            if coplanar(normal, [0.0; 3]) {
+                return Ok(Support::Base(name));
+            }
+        }
+        if let Some((name, _)) = self.planes.iter().find(|(_, p)| coplanar(p.z, p.origin)) {
+            return Ok(Support::Construction(name.clone()));
+        }
+        self.construction_plane(f, size).map(Support::Construction)
+    }
+
+    /// Among coplanar faces, the one that holds most of the profile's points (ties: the
+    /// larger); several faces can share a plane (two steps of a staircase at one height).
+    fn best_face(
+        &mut self,
+        f: &Feature,
+        candidates: &[(String, f64)],
+        size: f64,
+    ) -> Result<Option<String>, ImportError> {
+        match candidates {
+            [] => return Ok(None),
+            [(id, _)] => return Ok(Some(id.clone())),
+            _ => {}
+        }
+        let mesh = self
+            .session
+            .tessellate(1e-3 * size, 0.2)
+            .map_err(|error| ImportError::Query { what: "tessellating the model to place a sketch".into(), error })?;
+        let points: Vec<[f64; 2]> =
+            f.loops.iter().flatten().flat_map(Curve::points).map(|p| f.plane.to_local(p)).collect();
+        let mut best: Option<(usize, f64, &String)> = None;
+        for (id, area) in candidates {
+            let Some(index) = id.strip_prefix('F').and_then(|d| d.parse::<usize>().ok()) else { continue };
+            let (Some(&t0), Some(&t1)) = (mesh.face_offsets.get(index - 1), mesh.face_offsets.get(index)) else {
+                continue;
+            };
+            let corner = |t: usize, k: usize| -> Option<[f64; 2]> {
+                let v = *mesh.triangles.get(3 * t + k)? as usize;
+                let p = [*mesh.positions.get(3 * v)?, *mesh.positions.get(3 * v + 1)?, *mesh.positions.get(3 * v + 2)?];
+                Some(f.plane.to_local(p))
+            };
+            let triangles: Vec<[[f64; 2]; 3]> = (t0 as usize..t1 as usize)
+                .filter_map(|t| Some([corner(t, 0)?, corner(t, 1)?, corner(t, 2)?]))
+                .collect();
+            let eps = 1e-6 * size;
+            let held = points.iter().filter(|p| triangles.iter().any(|t| in_triangle(**p, t, eps))).count();
+            let better = match best {
+                None => true,
+                Some((h, a, _)) => held > h || (held == h && *area > a),
+            };
+            if better {
+                best = Some((held, *area, id));
+            }
+        }
+        Ok(best.map(|(_, _, id)| id.clone()))
+    }
+
+    fn construction_plane(&mut self, f: &Feature, size: f64) -> Result<String, ImportError> {
+        let name = format!("P{}", self.planes.len() + 1);
+        let xy = self.frame("XY")?;
+        // Express the wanted frame in XY's frame (the identity in FreeCAD, but ask rather
+        // than assume), then split its rotation into turns about z, the new y, the newest x.
+        let origin = xy.to_local(f.plane.origin);
+        let offset = dot(sub(f.plane.origin, xy.origin), xy.z);
+        let local = |v: V3| [dot(v, xy.x), dot(v, xy.y), dot(v, xy.z)];
+        let (x, y, z) = (local(f.plane.x), local(f.plane.y), local(f.plane.z));
+        // Columns of R are the new axes: R[i][j] = axis_j[i].
+        let r = [[x[0], y[0], z[0]], [x[1], y[1], z[1]], [x[2], y[2], z[2]]];
+        let sin_b = (-r[2][0]).clamp(-1.0, 1.0);
+        let cos_b = (r[0][0] * r[0][0] + r[1][0] * r[1][0]).sqrt();
+        let (a, b, c) = if cos_b > 1e-9 {
+            (r[1][0].atan2(r[0][0]), sin_b.atan2(cos_b), r[2][1].atan2(r[2][2]))
+        } else {
+            // Gimbal lock: the first turn is free; put everything in the last one.
+            (0.0, sin_b.atan2(cos_b), (-r[1][2]).atan2(r[1][1]))
+        };
+        let rotation: Vec<PlaneRotation> = [("z", a), ("y", b), ("x", c)]
+            .into_iter()
+            .filter(|(_, angle)| angle.abs() > 1e-15)
+            .map(|(axis, angle)| PlaneRotation { axis: axis.into(), angle: angle.to_degrees() })
+            .collect();
+        self.execute(Command::Plane(Plane {
+            name: name.clone(),
+            on: "XY".into(),
+            at: Some(origin),
+            offset,
+            rotation: Rotations(rotation),
+        }))?;
+        let got = self.frame(&name)?;
+        let error =
+            [norm(sub(got.origin, f.plane.origin)) / size, norm(sub(got.x, f.plane.x)), norm(sub(got.z, f.plane.z))]
+                .into_iter()
+                .fold(0.0, f64::max);
+        if error > FRAME_TOLERANCE {
+            return Err(ImportError::Geometry {
+                what: f.label.clone(),
+                reason: format!("construction plane {name} misses the source frame by {error:e}"),
+            });
+        }
+        self.notes.push(format!("{}: construction plane {name}", f.label));
+        self.planes.push((name.clone(), f.plane));
+        Ok(name)
+    }
+}
+
+fn in_triangle(p: [f64; 2], t: &[[f64; 2]; 3], eps: f64) -> bool {
+    let edge = |a: [f64; 2], b: [f64; 2]| {
+        let (ex, ey) = (b[0] - a[0], b[1] - a[1]);
+        let len = (ex * ex + ey * ey).sqrt().max(1e-300);
+        (ex * (p[1] - a[1]) - ey * (p[0] - a[0])) / len
+    };
+    let d = [edge(t[0], t[1]), edge(t[1], t[2]), edge(t[2], t[0])];
+    d.iter().all(|x| *x >= -eps) || d.iter().all(|x| *x <= eps)
+}
+
+/// The loops as sketch primitives in `frame`.
+fn sketch_primitives(loops: &[Vec<Curve>], frame: &Frame3) -> Vec<Primitive> {
+    let at = |p: V3| frame.to_local(p);
+    loops
+        .iter()
+        .flatten()
+        .map(|c| match *c {
+            Curve::Line(a, b) => Primitive::Line { start: at(a), end: at(b), construction: false },
+            Curve::Arc(a, m, b) => Primitive::Arc { start: at(a), mid: at(m), end: at(b), construction: false },
+            Curve::Circle { center, radius } => Primitive::Circle { center: at(center), radius, construction: false },
+        })
+        .collect()
+}
+
+/// The extent of an extrusion spanning `span` along the source normal, for a sketch whose
+/// normal is `sign` times the source's; None when the solid does not touch the sketch plane.
+pub(crate) fn extent_for(span: Span, sign: f64, mode: Mode) -> Option<(Extent, bool)> {
+    // Interval along the sketch normal, then along the feature's default direction
+    // (Pad: the normal; Pocket: against it).
+    let (lo, hi) = if sign > 0.0 { (-span.backward, span.forward) } else { (-span.forward, span.backward) };
+    let (lo, hi) = match mode {
+        Mode::Add => (lo, hi),
+        Mode::Cut => (-hi, -lo),
+    };
+    if !(lo.is_finite() && hi.is_finite()) || hi - lo <= 0.0 {
+        return None;
+    }
+    let scale = hi.abs().max(lo.abs());
+    if (hi + lo).abs() <= 1e-12 * scale {
+        return Some((Extent::Symmetric { depth: hi - lo }, false));
+    }
+    if lo == 0.0 {
+        return Some((Extent::OneSide { depth: hi }, false));
+    }
+    if hi == 0.0 {
+        return Some((Extent::OneSide { depth: -lo }, true));
+    }
+    if lo < 0.0 && hi > 0.0 {
+        return Some((Extent::TwoSides { depth: hi, depth2: -lo }, false));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extents_follow_the_default_direction_of_pad_and_pocket() {
+        let one = Span { forward: 2.0, backward: 0.0 };
+        assert_eq!(extent_for(one, 1.0, Mode::Add), Some((Extent::OneSide { depth: 2.0 }, false)));
+        assert_eq!(extent_for(one, -1.0, Mode::Add), Some((Extent::OneSide { depth: 2.0 }, true)));
+        assert_eq!(extent_for(one, 1.0, Mode::Cut), Some((Extent::OneSide { depth: 2.0 }, true)));
+        assert_eq!(extent_for(one, -1.0, Mode::Cut), Some((Extent::OneSide { depth: 2.0 }, false)));
+        let sym = Span { forward: 1.5, backward: 1.5 };
+        assert_eq!(extent_for(sym, -1.0, Mode::Cut), Some((Extent::Symmetric { depth: 3.0 }, false)));
+        let two = Span { forward: 1.0, backward: 3.0 };
+        assert_eq!(extent_for(two, 1.0, Mode::Add), Some((Extent::TwoSides { depth: 1.0, depth2: 3.0 }, false)));
+        assert_eq!(extent_for(two, 1.0, Mode::Cut), Some((Extent::TwoSides { depth: 3.0, depth2: 1.0 }, false)));
+        assert_eq!(extent_for(Span { forward: 3.0, backward: -1.0 }, 1.0, Mode::Add), None);
+    }
+
+    #[test]
+    fn frames_make_x_perpendicular_to_the_normal_like_occt() {
+        let f = Frame3::from_normal_x([1.0, 2.0, 3.0], [0.0, 0.0, 2.0], [1.0, 0.0, 0.5]).expect("frame");
+        assert_eq!(f.x, [1.0, 0.0, 0.0]);
+        assert_eq!(f.y, [0.0, 1.0, 0.0]);
+        assert_eq!(f.to_global(1.0, 1.0), [2.0, 3.0, 3.0]);
+        assert!(Frame3::from_normal_x([0.0; 3], [0.0, 0.0, 1.0], [0.0, 0.0, 3.0]).is_none());
+    }
+}
