@@ -237,3 +237,127 @@ fn deepcad_fixture_imports_as_one_solid() {
     assert_eq!(sketch_supports(&imported.program), ["XY"]);
     assert!(imported.notes.iter().any(|n| n.contains("lists no profiles")), "{:?}", imported.notes);
 }
+
+fn point(p: [f64; 3]) -> serde_json::Value {
+    serde_json::json!({"x": p[0], "y": p[1], "z": p[2]})
+}
+
+fn line(a: [f64; 2], b: [f64; 2], id: &str) -> serde_json::Value {
+    serde_json::json!({"type": "Line3D", "start_point": point([a[0], a[1], 0.0]), "end_point": point([b[0], b[1], 0.0]), "curve": id})
+}
+
+/// A closed polygon of Line3D curves with fresh curve ids (`prefix0`, `prefix1`...).
+fn polygon(points: &[[f64; 2]], prefix: &str) -> Vec<serde_json::Value> {
+    (0..points.len()).map(|i| line(points[i], points[(i + 1) % points.len()], &format!("{prefix}{i}"))).collect()
+}
+
+fn sketch(origin: [f64; 3], x: [f64; 3], y: [f64; 3], z: [f64; 3], profiles: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"type": "Sketch",
+        "transform": {"origin": point(origin), "x_axis": point(x), "y_axis": point(y), "z_axis": point(z)},
+        "profiles": profiles})
+}
+
+fn extrude(kind: &str, one: f64, two: f64, operation: &str, profiles: &[(&str, &str)]) -> serde_json::Value {
+    let refs: Vec<serde_json::Value> =
+        profiles.iter().map(|(s, p)| serde_json::json!({"sketch": s, "profile": p})).collect();
+    serde_json::json!({"type": "ExtrudeFeature", "extent_type": kind, "operation": operation,
+        "extent_one": {"distance": {"value": one}}, "extent_two": {"distance": {"value": two}},
+        "start_extent": {"type": "ProfilePlaneStartDefinition"}, "profiles": refs})
+}
+
+fn deepcad(entities: &[(&str, serde_json::Value)]) -> String {
+    let sequence: Vec<serde_json::Value> = entities
+        .iter()
+        .enumerate()
+        .map(|(i, (id, e))| serde_json::json!({"index": i, "type": e["type"], "entity": id}))
+        .collect();
+    let map: serde_json::Map<String, serde_json::Value> =
+        entities.iter().map(|(id, e)| (id.to_string(), e.clone())).collect();
+    serde_json::json!({"entities": map, "sequence": sequence}).to_string()
+}
+
+#[test]
+fn deepcad_extents_operations_and_shared_profile_curves() {
+    let mut session = common::session();
+    let square = |x0: f64, y0: f64, s: f64| [[x0, y0], [x0 + s, y0], [x0 + s, y0 + s], [x0, y0 + s]];
+    // Two sides from z = 1: 2 along the sketch's z axis and 1 against it, so z in [0, 3].
+    // Then a cut from z = 3 along a z axis pointing down: local y = z x x = -y, so the
+    // circle's centre (2, -2) is (2, 2) globally; it removes z in [2, 3].
+    let json = deepcad(&[
+        (
+            "s1",
+            sketch(
+                [0.0, 0.0, 1.0],
+                [1.0, 0.0, 0.0],
+                [0.0, 1.0, 0.0],
+                [0.0, 0.0, 1.0],
+                serde_json::json!({"p1": {"loops": [{"is_outer": true, "profile_curves": polygon(&square(0.0, 0.0, 4.0), "a")}]}}),
+            ),
+        ),
+        ("e1", extrude("TwoSidesFeatureExtentType", 2.0, 1.0, "NewBodyFeatureOperation", &[("s1", "p1")])),
+        (
+            "s2",
+            sketch(
+                [0.0, 0.0, 3.0],
+                [1.0, 0.0, 0.0],
+                [0.0, -1.0, 0.0],
+                [0.0, 0.0, -1.0],
+                serde_json::json!({"p2": {"loops": [{"is_outer": true, "profile_curves": [
+                    {"type": "Circle3D", "center_point": point([2.0, -2.0, 0.0]), "radius": 1.0, "curve": "c"}]}]}}),
+            ),
+        ),
+        ("e2", extrude("OneSideFeatureExtentType", 1.0, 0.0, "CutFeatureOperation", &[("s2", "p2")])),
+        // A two-sided cut from inside the part, 1 up and 0.25 down from z = 1.5, under the
+        // circle: it removes z in [1.25, 2] beyond the first cut (swapped sides would remove
+        // z in [0.5, 1.75], 1.25 instead of 0.75).
+        (
+            "s3",
+            sketch(
+                [0.0, 0.0, 1.5],
+                [1.0, 0.0, 0.0],
+                [0.0, 1.0, 0.0],
+                [0.0, 0.0, 1.0],
+                serde_json::json!({"p3": {"loops": [{"is_outer": true, "profile_curves": polygon(&square(1.5, 1.5, 1.0), "b")}]}}),
+            ),
+        ),
+        ("e3", extrude("TwoSidesFeatureExtentType", 1.0, 0.25, "CutFeatureOperation", &[("s3", "p3")])),
+    ]);
+    session.reset().expect("reset");
+    let imported = import_deepcad(&json, &mut session).unwrap_or_else(|e| panic!("{e}"));
+    assert_model(&mut session, 48.0 - PI - 0.75, [0.0; 3], [4.0, 4.0, 3.0]);
+    let supports = sketch_supports(&imported.program);
+    assert_eq!(supports[0], "P1");
+    assert!(supports[1].starts_with('F'), "the cut is sketched on the top face: {supports:?}");
+    assert_eq!(supports[2], "P2");
+
+    // Two adjacent profiles extruded together: their shared edge is interior and is left out.
+    let mut left = polygon(&square(0.0, 0.0, 1.0), "l");
+    let mut right = polygon(&square(1.0, 0.0, 1.0), "r");
+    left[1] = line([1.0, 0.0], [1.0, 1.0], "shared");
+    right[3] = line([1.0, 1.0], [1.0, 0.0], "shared");
+    let profiles = serde_json::json!({
+        "pa": {"loops": [{"is_outer": true, "profile_curves": left}]},
+        "pb": {"loops": [{"is_outer": true, "profile_curves": right}]}});
+    let json = deepcad(&[
+        ("s1", sketch([0.0; 3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], profiles.clone())),
+        (
+            "e1",
+            extrude("SymmetricFeatureExtentType", 0.5, 0.0, "NewBodyFeatureOperation", &[("s1", "pa"), ("s1", "pb")]),
+        ),
+    ]);
+    session.reset().expect("reset");
+    let imported = import_deepcad(&json, &mut session).unwrap_or_else(|e| panic!("{e}"));
+    assert_model(&mut session, 2.0, [0.0, 0.0, -0.5], [2.0, 1.0, 0.5]);
+    assert!(imported.notes.iter().any(|n| n.contains("dropped 2 curves")), "{:?}", imported.notes);
+
+    // Intersections have no command.
+    let json = deepcad(&[
+        ("s1", sketch([0.0; 3], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], profiles)),
+        ("e1", extrude("OneSideFeatureExtentType", 1.0, 0.0, "NewBodyFeatureOperation", &[("s1", "pa")])),
+        ("e2", extrude("OneSideFeatureExtentType", 1.0, 0.0, "IntersectFeatureOperation", &[("s1", "pb")])),
+    ]);
+    session.reset().expect("reset");
+    let err = import_deepcad(&json, &mut session).expect_err("intersect");
+    assert!(matches!(&err, ImportError::DeepCadUnsupported { entity, .. } if entity == "e2"), "{err}");
+    assert!(err.to_string().contains("intersect"), "{err}");
+}
