@@ -209,6 +209,37 @@ fn edit10_follows_sketches_placed_on_upstream_faces() {
     assert!(err.to_string().contains("model.step") && err.to_string().contains("edit10"), "{err}");
 }
 
+#[test]
+fn a_prediction_that_breaks_under_the_edit_is_not_compiled_for_edit10() {
+    // A 10-high block whose top 0.5 is cut away from a plane at z = 9.5 (its offset is not
+    // an extrusion depth). After the edit the block is 11 high and the cut 0.55 deep: it
+    // splits the part into two solids, so the model no longer recomputes.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pred = write_program(
+        dir.path(),
+        "split",
+        r#"{"commands":[
+        {"op":"sketch","name":"S1","on":"XY","primitives":[{"type":"line","start":[0,0],"end":[20,0]},
+         {"type":"line","start":[20,0],"end":[20,10]},{"type":"line","start":[20,10],"end":[0,10]},
+         {"type":"line","start":[0,10],"end":[0,0]}]},
+        {"op":"extrude","profile":"S1","mode":"add","extent":{"type":"one_side","depth":10}},
+        {"op":"plane","name":"P1","on":"XY","offset":9.5},
+        {"op":"sketch","name":"S2","on":"P1","primitives":[{"type":"line","start":[-1,-1],"end":[21,-1]},
+         {"type":"line","start":[21,-1],"end":[21,11]},{"type":"line","start":[21,11],"end":[-1,11]},
+         {"type":"line","start":[-1,11],"end":[-1,-1]}]},
+        {"op":"extrude","profile":"S2","mode":"cut","reversed":true,"extent":{"type":"one_side","depth":0.5}},
+        {"op":"end"}]}"#,
+    );
+    let gt = example_path("box");
+    let report = evaluate(&[pair(&pred, &gt)], &EvalOptions::default());
+    assert_eq!(report.n_compiled, 1, "static: {:?}", report.samples[0].reason);
+    let report = evaluate(&[pair(&pred, &gt)], &EvalOptions { protocol: Protocol::Edit10, ..Default::default() });
+    let s = &report.samples[0];
+    assert!(!s.compiled && s.iou.is_none(), "{s:?}");
+    assert!(s.reason.as_deref().is_some_and(|r| r.contains("does not recompute")), "{:?}", s.reason);
+    assert_eq!(report.cr, 0.0);
+}
+
 fn cli(args: &[&str]) -> Output {
     Command::new(binary()).arg("eval").args(args).env_remove("VISION2CAD_LOG").output().expect("vision2cad runs")
 }
