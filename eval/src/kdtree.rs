@@ -111,12 +111,9 @@ fn dist2(p: &[f64; 3], q: &[f64; 3]) -> f64 {
 }
 
 fn box_dist2(n: &Node, q: &[f64; 3]) -> f64 {
-    let mut d = 0.0;
-    for i in 0..3 {
-        let e = (n.lo[i] - q[i]).max(0.0).max(q[i] - n.hi[i]);
-        d += e * e;
-    }
-    d
+    let gap = |i: usize| (n.lo[i] - q[i]).max(0.0).max(q[i] - n.hi[i]);
+    let (x, y, z) = (gap(0), gap(1), gap(2));
+    x * x + y * y + z * z
 }
 
 #[cfg(test)]
