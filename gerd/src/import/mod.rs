@@ -42,7 +42,7 @@ use freecad_bridge::command::{Command, Extent, Extrude, Mode, Plane, PlaneRotati
 use freecad_bridge::state::{FaceKind, Frame};
 use freecad_bridge::{BridgeError, Program, Session};
 
-pub use cadquery::{CqError, import_cadquery, parse_cadquery};
+pub use cadquery::{CqError, Expr, Stmt, import_cadquery, parse_cadquery};
 pub use deepcad::import_deepcad;
 
 /// A program in the command language, with what the importer noticed on the way.
