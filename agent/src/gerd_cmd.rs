@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use anyhow::{Context, Result, bail};
 use freecad_bridge::WorkerPool;
 use gerd::export::{Format, Task};
-use gerd::record::{RecordOptions, Split, part_dir, read_part, write_index, write_part};
+use gerd::record::{PartSource, RecordOptions, Split, part_dir, read_part, write_index, write_part};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::WorkerArgs;
@@ -22,6 +22,8 @@ pub struct GerdArgs {
 pub enum GerdCommand {
     /// Generate procedural parts (resumable: parts already written are kept).
     Generate(GenerateArgs),
+    /// Import public construction sequences into GERD records.
+    Import(ImportArgs),
     /// Re-execute every record and compare it with its stored STEP files.
     Validate(ValidateArgs),
     /// Export training samples.
@@ -48,6 +50,42 @@ pub struct GenerateArgs {
     pub view_size: u32,
     #[command(flatten)]
     pub worker: WorkerArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    #[command(subcommand)]
+    pub source: ImportSource,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ImportSource {
+    /// The CadQuery programs of CAD-Coder's test100 (a DeepCAD subset); split `test`.
+    Cadcoder {
+        /// `cadquery_test_data_subset100.jsonl` (rows with `image` and `ground_truth`).
+        #[arg(long)]
+        jsonl: PathBuf,
+        /// Folder of the ground-truth `<id>.step` files (recorded in the provenance).
+        #[arg(long)]
+        steps: PathBuf,
+        /// Folder of the `<id>_0.png` images; each becomes the part's target.png.
+        #[arg(long)]
+        images: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 0)]
+        workers: usize,
+        #[command(flatten)]
+        worker: WorkerArgs,
+    },
+    /// One part in DeepCAD's JSON format; split `train`.
+    Deepcad {
+        file: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        worker: WorkerArgs,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -95,6 +133,7 @@ pub struct ExportArgs {
 pub fn run(args: &GerdArgs) -> Result<ExitCode> {
     match &args.command {
         GerdCommand::Generate(a) => generate(a),
+        GerdCommand::Import(a) => import(a),
         GerdCommand::Validate(a) => validate(a),
         GerdCommand::Export(a) => export(a),
     }
@@ -182,6 +221,92 @@ fn generate(args: &GenerateArgs) -> Result<ExitCode> {
         eprintln!("failed: {f}");
     }
     Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// One test100 row: the image names the part.
+#[derive(Debug, serde::Deserialize)]
+struct CadcoderRow {
+    image: String,
+    ground_truth: String,
+}
+
+fn import(args: &ImportArgs) -> Result<ExitCode> {
+    match &args.source {
+        ImportSource::Cadcoder { jsonl, steps, images, out, workers, worker } => {
+            let text = std::fs::read_to_string(jsonl).with_context(|| format!("cannot read {}", jsonl.display()))?;
+            let rows: Vec<CadcoderRow> = text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+                .map(|(i, l)| serde_json::from_str(l).with_context(|| format!("{} line {}", jsonl.display(), i + 1)))
+                .collect::<Result<_>>()?;
+            std::fs::create_dir_all(out.join(gerd::record::PARTS_DIR))
+                .with_context(|| format!("cannot create {}", out.display()))?;
+            let pool = WorkerPool::new(worker.config()?, *workers);
+            let bar = progress(rows.len(), "importing");
+            let results = pool.map(
+                &rows,
+                |session, row| {
+                    let id = row.image.trim_end_matches(".png").trim_end_matches("_0").to_string();
+                    let outcome = gerd::import::import_cadquery(&row.ground_truth, session)
+                        .map_err(|e| format!("{id}: {e}"))
+                        .and_then(|imported| {
+                            let part = PartSource {
+                                id: id.clone(),
+                                source: "cadcoder-test100".into(),
+                                split: Split::Test,
+                                licence: "Apache-2.0 (CAD-Coder, anniedoris/CAD-Coder inference/)".into(),
+                                provenance: format!(
+                                    "{} row {}; ground-truth STEP {}; {}",
+                                    jsonl.display(),
+                                    row.image,
+                                    steps.join(format!("{id}.step")).display(),
+                                    imported.notes.join("; ")
+                                ),
+                                program: imported.program,
+                                target_image: Some(images.join(&row.image)),
+                            };
+                            write_part(session, &part, out, &RecordOptions::default())
+                                .map(|_| ())
+                                .map_err(|e| format!("{id}: {e}"))
+                        });
+                    Ok(outcome)
+                },
+                || bar.inc(1),
+            );
+            bar.finish_and_clear();
+            write_index(out)?;
+            let failures: Vec<String> =
+                results.into_iter().filter_map(|r| r.map_err(|e| e.to_string()).and_then(|r| r).err()).collect();
+            eprintln!("imported {} of {} parts into {}", rows.len() - failures.len(), rows.len(), out.display());
+            for f in &failures {
+                eprintln!("not imported: {f}");
+            }
+            Ok(if failures.len() < rows.len() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        ImportSource::Deepcad { file, out, worker } => {
+            let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+            let id = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "deepcad".into());
+            let mut session = worker.session()?;
+            let imported = gerd::import::import_deepcad(&text, &mut session)
+                .with_context(|| format!("cannot import {}", file.display()))?;
+            let part = PartSource {
+                id: id.clone(),
+                source: "deepcad".into(),
+                split: Split::Train,
+                licence: "see the source's licence (DeepCAD data: MIT)".into(),
+                provenance: format!("{}; {}", file.display(), imported.notes.join("; ")),
+                program: imported.program,
+                target_image: None,
+            };
+            std::fs::create_dir_all(out.join(gerd::record::PARTS_DIR))
+                .with_context(|| format!("cannot create {}", out.display()))?;
+            let record = write_part(&mut session, &part, out, &RecordOptions::default())?;
+            write_index(out)?;
+            eprintln!("imported {} ({} steps) into {}", record.id, record.steps.len(), out.display());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }
 
 fn validate(args: &ValidateArgs) -> Result<ExitCode> {

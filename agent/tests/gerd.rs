@@ -195,3 +195,56 @@ fn generate_from_the_command_line_resumes_and_splits() {
     assert!(again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("4 of 4 parts already written"));
 }
+
+#[test]
+fn imports_from_the_command_line_become_valid_records() {
+    let Some(data) = common::data_dir() else {
+        eprintln!("skipping: no ../shared/data (set VISION2CAD_DATA)");
+        return;
+    };
+    let test100 = data.join("cadcoder-test100");
+    let fixture = data.join("seekcad-example/00000066_deepcad_format.json");
+    if !test100.is_dir() || !fixture.is_file() {
+        eprintln!("skipping: test100 or the DeepCAD fixture is missing under {}", data.display());
+        return;
+    }
+    let root = tempfile::tempdir().expect("tempdir");
+    // Three rows of test100 (the whole set is imported, without records, in gerd_import.rs).
+    let rows: Vec<String> = std::fs::read_to_string(test100.join("cadquery_test_data_subset100.jsonl"))
+        .expect("jsonl")
+        .lines()
+        .take(3)
+        .map(String::from)
+        .collect();
+    let jsonl = root.path().join("three.jsonl");
+    std::fs::write(&jsonl, rows.join("\n")).expect("write");
+    let out = root.path().join("gerd");
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let run = |args: &[String]| Command::new(common::binary()).args(args).output().expect("vision2cad runs");
+    let args: Vec<String> =
+        ["gerd", "import", "cadcoder", "--jsonl", &s(&jsonl), "--steps", &s(&test100.join("steps"))]
+            .iter()
+            .map(|a| a.to_string())
+            .chain(["--images".into(), s(&test100.join("images")), "--out".into(), s(&out)])
+            .collect();
+    let o = run(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(&["gerd", "import", "deepcad", &s(&fixture), "--out", &s(&out)].map(String::from));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let dirs = part_dirs(&out).expect("parts");
+    assert_eq!(dirs.len(), 4, "three test100 parts and the DeepCAD part");
+    for dir in &dirs {
+        let record = read_part(dir).expect("record");
+        let target = image::open(dir.join(&record.files.target)).expect("target image");
+        match record.source.as_str() {
+            "cadcoder-test100" => {
+                assert_eq!(record.split, Split::Test);
+                assert_eq!(target.width(), 448, "the source image is the target");
+            }
+            source => assert_eq!(source, "deepcad"),
+        }
+    }
+    let o = run(&["gerd", "validate", &s(&out)].map(String::from));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+}

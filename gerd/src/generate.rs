@@ -326,8 +326,8 @@ fn flange(b: &mut Builder, rng: &mut Rng) -> Result<(), GerdError> {
     let bore = rng.dim(4.0, 10.0, 0.5);
     let hub = bore + rng.dim(4.0, 10.0, 0.5);
     let outer = hub + rng.dim(12.0, 30.0, 1.0);
-    let (tf, hh) = (rng.dim(4.0, 10.0, 1.0), 0.0);
-    let hh = hh + tf + rng.dim(5.0, 20.0, 1.0);
+    let tf = rng.dim(4.0, 10.0, 1.0);
+    let hh = tf + rng.dim(5.0, 20.0, 1.0);
     let profile =
         b.sketch("XZ", polygon(&[[bore, 0.0], [outer, 0.0], [outer, tf], [hub, tf], [hub, hh], [bore, hh]]), vec![])?;
     b.run(Command::Revolve(Revolve {
