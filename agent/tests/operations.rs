@@ -156,7 +156,7 @@ fn a_sketch_on_an_inclined_plane_lies_in_that_plane() {
         assert!((actual - expected).abs() < 1e-9, "normal {:?}", frame.normal);
     }
     // The rectangle spans v in [0, 10] in the plane and is padded 4 along its normal.
-    let bbox = s.state().bbox.clone().expect("bbox");
+    let bbox = s.state().bbox.expect("bbox");
     assert_close(bbox.max[2], 10.0 * sin + 4.0 * cos, "top of the prism");
     assert_close(bbox.min[2] + 1.0, 1.0, "bottom of the prism");
     assert_close(bbox.max[0] - bbox.min[0], 10.0, "width along x");
@@ -207,7 +207,7 @@ fn a_sketch_tied_to_a_projected_edge_follows_it_after_the_depth_edit() {
     s.execute_program(&tied).expect("tied");
     s.scale_extrusions(1.1).expect("edit");
     assert_close(s.state().volume, 2200.0 - half_notch, "tied notch stays a half cylinder");
-    let top = s.state().bbox.clone().expect("bbox").max[2];
+    let top = s.state().bbox.expect("bbox").max[2];
     assert_close(top, 11.0, "block height");
 
     s.reset().expect("reset");

@@ -87,9 +87,9 @@ impl Command {
                         | Constraint::Tangent { a, b }
                         | Constraint::Parallel { a, b }
                         | Constraint::Perpendicular { a, b } => (vec![*a, *b], vec![]),
-                        Constraint::Horizontal { line } | Constraint::Vertical { line } | Constraint::Length { line, .. } => {
-                            (vec![*line], vec![])
-                        }
+                        Constraint::Horizontal { line }
+                        | Constraint::Vertical { line }
+                        | Constraint::Length { line, .. } => (vec![*line], vec![]),
                         Constraint::Radius { curve, .. } => (vec![*curve], vec![]),
                     };
                     for curve in curves {

@@ -42,10 +42,10 @@ pub use error::{BridgeError, CallError};
 pub use lower::{Invalid, lower};
 pub use pool::{WorkerPool, default_workers};
 pub use session::{
-    BooleanVolumes, BoundingBox, Executed, MassProperties, Parameter, Preview, Session, Similarity, StepError,
-    Tessellation, TriangleMesh,
+    BooleanVolumes, Executed, MassProperties, Parameter, Preview, Session, Similarity, StepError, Tessellation,
+    TriangleMesh,
 };
-pub use state::ModelState;
+pub use state::{BoundingBox, ModelState};
 pub use worker::{WorkerConfig, WorkerProcess, worker_main};
 
 /// Parse a program, naming the JSON path of the first problem

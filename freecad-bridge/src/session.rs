@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::command::{Command, Program};
 use crate::error::{BridgeError, CallError};
 use crate::lower::lower;
-use crate::state::{Frame, ModelState};
+use crate::state::{BoundingBox, Frame, ModelState};
 use crate::worker::{WorkerConfig, WorkerProcess};
 
 /// What a successful command produced.
@@ -386,13 +386,6 @@ impl Similarity {
             self.scale * (r[2][0] * y[0] + r[2][1] * y[1] + r[2][2] * y[2]),
         ]
     }
-}
-
-/// An axis-aligned box.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct BoundingBox {
-    pub min: [f64; 3],
-    pub max: [f64; 3],
 }
 
 /// Mass properties of the document's shape (unit density).

@@ -28,7 +28,8 @@ pub struct ModelState {
     pub features: Vec<Feature>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// An axis-aligned box.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct BoundingBox {
     pub min: Point3,
     pub max: Point3,

@@ -158,7 +158,7 @@ impl Summary {
             valid: state.valid,
             volume: state.volume,
             solids: state.solids,
-            bbox: state.bbox.clone(),
+            bbox: state.bbox,
             faces: state.faces.len(),
             edges: state.edges.len(),
             vertices: state.vertices.len(),
