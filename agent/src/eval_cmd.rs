@@ -41,6 +41,10 @@ pub struct EvalArgs {
     /// exact one.
     #[arg(long)]
     pub voxel_check: bool,
+    /// Use the 128^3 voxel IoU for every sample instead of kernel booleans (faster,
+    /// approximate; recorded as `iou_method: voxel`).
+    #[arg(long, conflicts_with = "voxel_check")]
+    pub voxel_iou: bool,
     /// FreeCAD workers (0: one per core). The results do not depend on it.
     #[arg(long, default_value_t = 0)]
     pub workers: usize,
@@ -56,6 +60,7 @@ impl EvalArgs {
             normalization: self.normalization,
             points: self.points,
             voxel_check: self.voxel_check,
+            voxel_only: self.voxel_iou,
         })
     }
 }

@@ -150,6 +150,12 @@ fn voxel_iou_agrees_with_exact_iou_within_one_percent_on_the_example_parts() {
         assert_eq!(s.iou_method, Some(IouMethod::Exact), "{}", s.id);
         assert!((exact - voxel).abs() <= 0.01, "{}: exact {exact}, voxel {voxel}", s.id);
     }
+    // Voxels only: the same numbers, recorded as voxel IoUs.
+    let voxels = evaluate(&pairs[..2], &EvalOptions { voxel_only: true, ..Default::default() });
+    assert_eq!(voxels.iou_methods.get(&IouMethod::Voxel), Some(&2));
+    for (v, s) in voxels.samples.iter().zip(&report.samples) {
+        assert_eq!((v.iou_method, v.iou), (Some(IouMethod::Voxel), s.iou_voxel), "{}", s.id);
+    }
 }
 
 #[test]

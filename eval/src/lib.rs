@@ -111,6 +111,9 @@ pub struct EvalOptions {
     pub points: usize,
     /// Also compute the voxel IoU of every sample (reported as `iou_voxel`).
     pub voxel_check: bool,
+    /// Use the voxel IoU for every sample and skip the kernel booleans (faster, approximate;
+    /// the samples say `iou_method: voxel`).
+    pub voxel_only: bool,
 }
 
 impl Default for EvalOptions {
@@ -120,6 +123,7 @@ impl Default for EvalOptions {
             normalization: Normalization::UnitCube,
             points: DEFAULT_POINTS,
             voxel_check: false,
+            voxel_only: false,
         }
     }
 }

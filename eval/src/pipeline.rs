@@ -176,10 +176,14 @@ fn score(
     let mut metric_seconds = metrics_started.elapsed().as_secs_f64();
 
     let boolean_started = Instant::now();
-    let exact = session
-        .boolean_volumes(pred_brep, &pred_t, gt_brep, &gt_t)
-        .map_err(|e| e.to_string())
-        .and_then(|v| exact_iou(&v));
+    let exact = if options.voxel_only {
+        Err("voxel IoU asked for".to_string())
+    } else {
+        session
+            .boolean_volumes(pred_brep, &pred_t, gt_brep, &gt_t)
+            .map_err(|e| e.to_string())
+            .and_then(|v| exact_iou(&v))
+    };
     kernel_seconds += boolean_started.elapsed().as_secs_f64();
 
     let voxel_started = Instant::now();
@@ -190,6 +194,7 @@ fn score(
     };
     let (iou, method, fallback_reason) = match (&exact, voxel) {
         (Ok(iou), _) => (*iou, IouMethod::Exact, None),
+        (Err(_), Some(v)) if options.voxel_only => (v, IouMethod::Voxel, None),
         (Err(reason), Some(v)) => {
             tracing::info!("{}: booleans failed ({reason}); voxel IoU", pair.id);
             (v, IouMethod::Voxel, Some(reason.clone()))
