@@ -332,6 +332,11 @@ impl Session {
     }
 
     /// Start a worker and replay the log into it.
+    ///
+    /// OpenCascade may number the faces and edges of the same geometry differently in
+    /// another process (its booleans iterate maps keyed by memory addresses), and IDs are
+    /// FreeCAD's numbering. A replay that numbers them differently is refused: the log's
+    /// later commands would name other entities.
     fn rebuild(&mut self) -> Result<(), CallError> {
         let mut worker = WorkerProcess::spawn(&self.config)?;
         for request in &self.log {
@@ -340,6 +345,16 @@ impl Session {
                     CallError::Rejected { reason, .. } => CallError::Protocol(format!("replay diverged: {reason}")),
                     other => other,
                 });
+            }
+        }
+        if !self.log.is_empty() {
+            let state: ModelState = worker.call(&json!({"type": "state"}), self.config.call_timeout).and_then(|v| {
+                serde_json::from_value(v).map_err(|e| CallError::Protocol(format!("bad model state: {e}")))
+            })?;
+            if !self.state.same_numbering(&state) {
+                return Err(CallError::Protocol(
+                    "replay diverged: the new worker numbered the faces, edges or vertices differently".into(),
+                ));
             }
         }
         self.worker = Some(worker);

@@ -193,8 +193,60 @@ impl ModelState {
         self.features.iter().find(|f| f.name == name)
     }
 
+    /// The same entities under the same IDs: kinds and positions agree index by index (to
+    /// 1e-6 of the part's size; the kernel's arithmetic may differ in the last bits).
+    pub fn same_numbering(&self, other: &ModelState) -> bool {
+        let scale = self.bbox.map_or(1.0, |b| b.diagonal()).max(1e-9);
+        let close = |a: Point3, b: Point3| (0..3).all(|i| (a[i] - b[i]).abs() <= 1e-6 * scale);
+        let close_opt = |a: Option<Point3>, b: Option<Point3>| match (a, b) {
+            (Some(a), Some(b)) => close(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        self.faces.len() == other.faces.len()
+            && self.edges.len() == other.edges.len()
+            && self.vertices.len() == other.vertices.len()
+            && self.faces.iter().zip(&other.faces).all(|(a, b)| a.kind == b.kind && close(a.centroid, b.centroid))
+            && self.edges.iter().zip(&other.edges).all(|(a, b)| a.kind == b.kind && close_opt(a.midpoint, b.midpoint))
+            && self.vertices.iter().zip(&other.vertices).all(|(a, b)| close(a.point, b.point))
+    }
+
     /// The names of features of one FreeCAD type.
     pub fn features_of(&self, type_id: &str) -> impl Iterator<Item = &str> {
         self.features.iter().filter(move |f| f.type_id == type_id).map(|f| f.name.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn face(id: &str, centroid: Point3) -> Face {
+        Face {
+            id: id.into(),
+            kind: FaceKind::Plane,
+            area: 1.0,
+            centroid,
+            normal: None,
+            axis: None,
+            center: None,
+            radius: None,
+            minor_radius: None,
+            semi_angle: None,
+            edges: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn renumbered_entities_are_told_apart_from_round_off() {
+        let mut a = ModelState::empty();
+        a.bbox = Some(BoundingBox { min: [0.0; 3], max: [10.0; 3] });
+        a.faces = vec![face("F1", [0.0, 0.0, 0.0]), face("F2", [5.0, 5.0, 10.0])];
+        let mut noisy = a.clone();
+        noisy.faces[1].centroid[2] += 1e-12;
+        assert!(a.same_numbering(&noisy));
+        let mut swapped = a.clone();
+        swapped.faces.swap(0, 1);
+        assert!(!a.same_numbering(&swapped));
     }
 }
