@@ -338,25 +338,6 @@ fn flange(b: &mut Builder, rng: &mut Rng) -> Result<(), GerdError> {
         symmetric: false,
         reversed: false,
     }))?;
-    let flange_top = b
-        .state()
-        .faces
-        .iter()
-        .find(|f| f.kind == FaceKind::Plane && f.normal == Some([0.0, 0.0, 1.0]) && near(f.centroid[2], tf))
-        .map(|f| f.id.clone())
-        .ok_or_else(|| GerdError::Record(format!("{}: no flange face", b.id)))?;
-    let frame = b.frame(&flange_top)?;
-    let count = [3, 4, 6][rng.pick(3)];
-    let pitch = (hub + outer) / 2.0;
-    let hole_r = rng.dim(1.0, ((outer - hub) / 5.0).max(1.0), 0.25);
-    let holes: Vec<Primitive> = (0..count)
-        .map(|k| {
-            let a = std::f64::consts::TAU * k as f64 / count as f64;
-            circle(local(&frame, [pitch * a.cos(), pitch * a.sin(), tf]), hole_r)
-        })
-        .collect();
-    let holes = b.sketch(&flange_top, holes, vec![])?;
-    b.extrude(&holes, Mode::Cut, Extent::ThroughAll { symmetric: false }, false)?;
     // Counterbore on the hub top, tied to the bore's top edge.
     let hub_top = face_facing(b.state(), [0.0, 0.0, 1.0], b.id)?;
     let bore_edge = circles_where(b.state(), |e| {
@@ -382,7 +363,30 @@ fn flange(b: &mut Builder, rng: &mut Rng) -> Result<(), GerdError> {
     let rim = circles_where(b.state(), |e| {
         e.radius.is_some_and(|r| near(r, outer)) && e.center.is_some_and(|c| near(c[2], tf))
     });
-    finish_edges(b, rng, rim, (tf * 0.4).min(2.0))
+    finish_edges(b, rng, rim, (tf * 0.4).min(2.0))?;
+    // The bolt circle last: OpenCascade numbers the edges left by a pocket with several
+    // tools on this revolved face differently from one process to the next, so nothing
+    // after it refers to entities by ID.
+    let flange_top = b
+        .state()
+        .faces
+        .iter()
+        .find(|f| f.kind == FaceKind::Plane && f.normal == Some([0.0, 0.0, 1.0]) && near(f.centroid[2], tf))
+        .map(|f| f.id.clone())
+        .ok_or_else(|| GerdError::Record(format!("{}: no flange face", b.id)))?;
+    let frame = b.frame(&flange_top)?;
+    let count = [3, 4, 6][rng.pick(3)];
+    let pitch = (hub + outer) / 2.0;
+    let hole_r = rng.dim(1.0, ((outer - hub) / 5.0).max(1.0), 0.25);
+    let holes: Vec<Primitive> = (0..count)
+        .map(|k| {
+            let a = std::f64::consts::TAU * k as f64 / count as f64;
+            circle(local(&frame, [pitch * a.cos(), pitch * a.sin(), tf]), hole_r)
+        })
+        .collect();
+    let holes = b.sketch(&flange_top, holes, vec![])?;
+    b.extrude(&holes, Mode::Cut, Extent::ThroughAll { symmetric: false }, false)?;
+    Ok(())
 }
 
 /// A stepped shaft revolved from its half profile, a ring groove, chamfered ends.
