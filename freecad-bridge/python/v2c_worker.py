@@ -78,9 +78,10 @@ MODEL = None
 
 
 def _clean(x):
-    # Round-off dust (1e-32) and -0.0 would make equal directions print differently.
-    x = float(x)
-    return 0.0 if abs(x) < 1e-12 else x
+    # Round-off dust (1e-32, -0.0, 22.500000000000004) differs with the process's memory
+    # layout: 9 decimals (a nanometre) make equal geometry print equally.
+    x = round(float(x), 9)
+    return 0.0 if x == 0.0 else x
 
 
 def _vec(v):
@@ -130,7 +131,7 @@ def face_record(i, face, edge_index):
     rec = {
         "id": "F%d" % (i + 1),
         "kind": kind,
-        "area": face.Area,
+        "area": _clean(face.Area),
         "centroid": _vec(face.CenterOfMass),
         "edges": ["E%d" % (_lookup(edge_index, e) + 1) for e in face.Edges],
     }
@@ -142,19 +143,19 @@ def face_record(i, face, edge_index):
             rec["axis"] = _vec(surface.Axis)
         rec["center"] = _vec(surface.Center)
         if kind == "torus":
-            rec["radius"] = surface.MajorRadius
-            rec["minor_radius"] = surface.MinorRadius
+            rec["radius"] = _clean(surface.MajorRadius)
+            rec["minor_radius"] = _clean(surface.MinorRadius)
         elif hasattr(surface, "Radius"):
-            rec["radius"] = surface.Radius
+            rec["radius"] = _clean(surface.Radius)
         if kind == "cone":
-            rec["semi_angle"] = surface.SemiAngle
+            rec["semi_angle"] = _clean(surface.SemiAngle)
     return rec
 
 
 def edge_record(i, edge, vertex_index):
     curve = None if edge.Degenerated else edge.Curve
     kind = "degenerate" if curve is None else _CURVES.get(type(curve).__name__, "other")
-    rec = {"id": "E%d" % (i + 1), "kind": kind, "length": edge.Length}
+    rec = {"id": "E%d" % (i + 1), "kind": kind, "length": _clean(edge.Length)}
     verts = edge.Vertexes
     if verts:
         rec["start"] = _vec(verts[0].Point)
@@ -165,7 +166,7 @@ def edge_record(i, edge, vertex_index):
         rec["closed"] = bool(edge.isClosed())
         if kind == "circle":
             rec["center"] = _vec(curve.Center)
-            rec["radius"] = curve.Radius
+            rec["radius"] = _clean(curve.Radius)
             rec["axis"] = _vec(curve.Axis)
         elif kind == "line":
             d = verts[-1].Point - verts[0].Point if len(verts) >= 2 else V(0, 0, 0)
@@ -197,10 +198,10 @@ def entity_table(shape):
     return {
         "valid": bool(shape.isValid()) and len(shape.Solids) > 0,
         "empty": False,
-        "volume": shape.Volume,
-        "area": shape.Area,
+        "volume": _clean(shape.Volume),
+        "area": _clean(shape.Area),
         "solids": len(shape.Solids),
-        "bbox": {"min": [bb.XMin, bb.YMin, bb.ZMin], "max": [bb.XMax, bb.YMax, bb.ZMax]},
+        "bbox": {"min": [_clean(bb.XMin), _clean(bb.YMin), _clean(bb.ZMin)], "max": [_clean(bb.XMax), _clean(bb.YMax), _clean(bb.ZMax)]},
         "bodies": [{"id": "B1", "faces": face_ids, "solids": len(shape.Solids)}],
         "faces": [face_record(i, f, edge_index) for i, f in enumerate(faces)],
         "edges": [edge_record(i, e, vertex_index) for i, e in enumerate(edges)],
@@ -731,14 +732,14 @@ def tessellate_shape(shape, linear, angular):
             pts, tris = face.tessellate(linear)
             base = len(positions) // 3
             for p in pts:
-                positions.extend((p.x, p.y, p.z))
+                positions.extend((_clean(p.x), _clean(p.y), _clean(p.z)))
             for t in tris:
                 triangles.extend((t[0] + base, t[1] + base, t[2] + base))
             face_offsets.append(len(triangles) // 3)
         for edge in shape.Edges:
             if not edge.Degenerated:
                 for p in edge.discretize(Deflection=linear):
-                    edge_points.extend((p.x, p.y, p.z))
+                    edge_points.extend((_clean(p.x), _clean(p.y), _clean(p.z)))
             edge_offsets.append(len(edge_points) // 3)
     return {
         "positions": positions,

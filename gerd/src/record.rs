@@ -327,7 +327,24 @@ fn save_png(image: &image::RgbImage, path: &Path) -> Result<(), GerdError> {
 fn save_step(session: &mut Session, id: &str, path: &Path) -> Result<(), GerdError> {
     session.save(None, Some(path)).map_err(|e| GerdError::bridge(id, e))?;
     let text = std::fs::read_to_string(path).map_err(|e| GerdError::io(path, e))?;
-    std::fs::write(path, pin_step_timestamp(&text)).map_err(|e| GerdError::io(path, e))
+    std::fs::write(path, name_step_product(&pin_step_timestamp(&text), id)).map_err(|e| GerdError::io(path, e))
+}
+
+/// Name the STEP product after the part: OpenCascade names it after its translator and a
+/// per-process export counter, which differs with the worker's history.
+pub fn name_step_product(text: &str, name: &str) -> String {
+    const PREFIX: &str = "Open CASCADE STEP translator ";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(PREFIX) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at..];
+        let end = after.find('\'').unwrap_or(after.len());
+        out.push_str(name);
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Replace the time stamp in a STEP header's FILE_NAME with the epoch.
@@ -418,5 +435,12 @@ mod tests {
         let pinned = pin_step_timestamp(text);
         assert!(pinned.contains("FILE_NAME('Open CASCADE Shape Model','1970-01-01T00:00:00',('Author')"), "{pinned}");
         assert_eq!(pin_step_timestamp(&pinned), pinned);
+    }
+
+    #[test]
+    fn step_products_are_named_after_the_part() {
+        let text =
+            "#7 = PRODUCT('Open CASCADE STEP translator 7.6 3',\n  'Open CASCADE STEP translator 7.6 3','',(#8));";
+        assert_eq!(name_step_product(text, "gen-1-00002"), "#7 = PRODUCT('gen-1-00002',\n  'gen-1-00002','',(#8));");
     }
 }
