@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use freecad_bridge::{Command, Session};
-use views::{LabelKinds, Options, Scene, View, Window};
+use views::{LabelKinds, Options, View, Window};
 
 use crate::WorkerArgs;
 use crate::exec::{open_model, read_program, write_atomic};
@@ -110,7 +110,7 @@ pub fn run(args: &RenderArgs) -> Result<ExitCode> {
         kind => {
             open_model(&mut session, &args.model)?;
             anyhow::ensure!(!session.state().empty, "{} holds no solid to render", args.model.display());
-            let scene = scene_of(&mut session)?;
+            let scene = views::scene_of(&mut session)?;
             match kind {
                 ViewKind::Target => views::target(&scene, &opts),
                 ViewKind::Tagged => views::tagged(&scene, session.state(), &opts),
@@ -136,13 +136,6 @@ pub fn run(args: &RenderArgs) -> Result<ExitCode> {
         view.meta.unlabelled.len()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// The model's tessellation, fine enough for a 500-pixel view of a part of its size.
-pub fn scene_of(session: &mut Session) -> Result<Scene> {
-    let diagonal = session.state().bbox.as_ref().map_or(1.0, |b| b.diagonal());
-    let tessellation = session.tessellate(views::deflection_for(diagonal), 0.2)?;
-    Ok(Scene::new(&tessellation, session.state()))
 }
 
 fn preview(session: &mut Session, model: &Path, opts: &Options, target: Option<&image::RgbImage>) -> Result<View> {

@@ -30,9 +30,7 @@ const EXAMPLES: [&str; 15] = [
 ];
 
 fn scene_of(s: &mut Session) -> Scene {
-    let diagonal = s.state().bbox.as_ref().map_or(1.0, |b| b.diagonal());
-    let t = s.tessellate(views::deflection_for(diagonal), 0.2).expect("tessellate");
-    Scene::new(&t, s.state())
+    views::scene_of(s).expect("tessellate")
 }
 
 fn build(s: &mut Session, name: &str) -> Scene {

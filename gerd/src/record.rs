@@ -240,7 +240,7 @@ fn build_record(
         let before = states.len() - 1;
         if solid_changed && !session.state().empty {
             let name = format!("views/state_{before:03}_tagged.png");
-            let scene = scene_of(session).map_err(|e| GerdError::bridge(&part.id, e))?;
+            let scene = views::scene_of(session).map_err(|e| GerdError::bridge(&part.id, e))?;
             let view = views::tagged(&scene, session.state(), &view_options);
             save_png(&view.image, &dir.join(&name))?;
             current_view = Some(name);
@@ -285,7 +285,7 @@ fn build_record(
             save_png(&image.to_rgb8(), &dir.join(&files.target))?;
         }
         None => {
-            let scene = scene_of(session).map_err(|e| GerdError::bridge(&part.id, e))?;
+            let scene = views::scene_of(session).map_err(|e| GerdError::bridge(&part.id, e))?;
             save_png(&views::target(&scene, &view_options).image, &dir.join(&files.target))?;
         }
     }
@@ -310,12 +310,6 @@ fn build_record(
         steps,
         files,
     })
-}
-
-fn scene_of(session: &mut Session) -> Result<views::Scene, freecad_bridge::BridgeError> {
-    let diagonal = session.state().bbox.as_ref().map_or(1.0, |b| b.diagonal());
-    let t = session.tessellate(views::deflection_for(diagonal), 0.2)?;
-    Ok(views::Scene::new(&t, session.state()))
 }
 
 fn save_png(image: &image::RgbImage, path: &Path) -> Result<(), GerdError> {

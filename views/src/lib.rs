@@ -48,3 +48,10 @@ pub use view::{
 pub fn deflection_for(diagonal: f64) -> f64 {
     (diagonal * 1e-3).max(1e-4)
 }
+
+/// The session's current model, tessellated finely enough for a view of its size.
+pub fn scene_of(session: &mut freecad_bridge::Session) -> Result<Scene, freecad_bridge::BridgeError> {
+    let diagonal = session.state().bbox.map_or(1.0, |b| b.diagonal());
+    let tessellation = session.tessellate(deflection_for(diagonal), 0.2)?;
+    Ok(Scene::new(&tessellation, session.state()))
+}
