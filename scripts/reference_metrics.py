@@ -3,7 +3,7 @@
 scipy cKDTree, numpy), to check and time the Rust metric core against. Not part of the
 product.
 
-It reads the normalised meshes that `vision2cad bench-eval --dump-meshes DIR` writes
+It reads the normalised meshes that `vision2cad bench eval --dump-meshes DIR` writes
 (`ID.bin`: u64 vertex count, u64 triangle count, f64 xyz per vertex, u32 ijk per triangle,
 little-endian; `order.json`), compares mesh i with mesh i+1 (cyclically) exactly as the
 bench's metric-core figure does, and prints milliseconds per pair and the mean CD next to
@@ -49,7 +49,7 @@ def metrics(pred, gt, n, seed):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("meshes", help="directory written by bench-eval --dump-meshes")
+    ap.add_argument("meshes", help="directory written by bench eval --dump-meshes")
     ap.add_argument("--points", default="8192,100000")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()

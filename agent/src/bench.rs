@@ -25,12 +25,15 @@ pub enum BenchWhat {
     Worker(WorkerBench),
     /// The views: a tagged view of a finely tessellated part, single-threaded.
     Render(RenderBench),
+    /// Evaluation: time per pair and whole runs on STEP files scored against themselves.
+    Eval(crate::eval_bench::BenchEvalArgs),
 }
 
 pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     match &args.what {
         BenchWhat::Worker(w) => run_worker(w),
         BenchWhat::Render(r) => run_render(r),
+        BenchWhat::Eval(e) => crate::eval_bench::run(e),
     }
 }
 

@@ -1,4 +1,4 @@
-//! `vision2cad bench-eval`: how fast evaluation is, on a directory of STEP files scored
+//! `vision2cad bench eval`: how fast evaluation is, on a directory of STEP files scored
 //! against themselves.
 //!
 //! 1. Per pair, at each `--points` count: the whole pipeline (kernel work and metrics) on

@@ -55,8 +55,6 @@ enum Cmd {
     /// whose files pair up by stem. A missing or broken prediction counts as not compiled;
     /// a missing ground truth is an error. Conventions: see the README's Evaluation section.
     Eval(Box<eval_cmd::EvalArgs>),
-    /// Measure evaluation speed on a directory of STEP files scored against themselves.
-    BenchEval(eval_bench::BenchEvalArgs),
     /// Run a FreeCAD worker on stdin/stdout (started by vision2cad itself).
     #[command(hide = true)]
     Worker,
@@ -124,7 +122,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Bench(args) => bench::run(&args),
         Cmd::Eval(args) => eval_cmd::run(&args),
-        Cmd::BenchEval(args) => eval_bench::run(&args),
         Cmd::Worker => unreachable!("handled before logging starts"),
     }
 }
