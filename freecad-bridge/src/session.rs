@@ -114,10 +114,7 @@ impl Session {
     /// Ask FreeCAD for the entity table afresh (the session's copy is normally current; this
     /// is how to check that).
     pub fn query_state(&mut self) -> Result<ModelState, BridgeError> {
-        match self.call(json!({"type": "state"}), false)? {
-            Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad model state: {e}"))),
-            Err((reason, entity)) => Err(BridgeError::Worker(CallError::Rejected { reason, entity })),
-        }
+        self.query(json!({"type": "state"}), "model state")
     }
 
     /// Process ID of the current worker (for diagnostics and tests).
@@ -237,22 +234,14 @@ impl Session {
     /// Triangles per face and polylines per edge of the current shape.
     pub fn tessellate(&mut self, linear_deflection: f64, angular_deflection: f64) -> Result<Tessellation, BridgeError> {
         let request = json!({"type": "tessellate", "linear_deflection": linear_deflection, "angular_deflection": angular_deflection});
-        match self.call(request, false)? {
-            Ok(v) => serde_json::from_value(v).map_err(|e| protocol(e.to_string())),
-            Err((reason, _)) => Err(BridgeError::Worker(CallError::Rejected { reason, entity: None })),
-        }
+        self.query(request, "tessellation")
     }
 
     /// Start over with an empty document.
     pub fn reset(&mut self) -> Result<&ModelState, BridgeError> {
         self.log.clear();
-        match self.call(json!({"type": "reset"}), false)? {
-            Ok(response) => {
-                self.state = serde_json::from_value(response).map_err(|e| protocol(e.to_string()))?;
-                Ok(&self.state)
-            }
-            Err((reason, entity)) => Err(BridgeError::Worker(CallError::Rejected { reason, entity })),
-        }
+        self.state = self.query(json!({"type": "reset"}), "model state")?;
+        Ok(&self.state)
     }
 
     /// Replace the worker with a fresh one holding the same document (recycling long-lived
@@ -264,9 +253,8 @@ impl Session {
 
     /// Keep the worker busy for `duration` (diagnostics: exercises the call timeout).
     pub fn sleep_in_worker(&mut self, duration: Duration) -> Result<(), BridgeError> {
-        self.call(json!({"type": "debug_sleep", "seconds": duration.as_secs_f64()}), false)?
+        self.query::<serde::de::IgnoredAny>(json!({"type": "debug_sleep", "seconds": duration.as_secs_f64()}), "reply")
             .map(|_| ())
-            .map_err(|(reason, entity)| BridgeError::Worker(CallError::Rejected { reason, entity }))
     }
 
     /// What `command` would do, without changing the document: the model after it and the
@@ -298,6 +286,14 @@ impl Session {
         match self.call(json!({"type": "plane_frame", "on": on}), false)? {
             Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad frame: {e}"))),
             Err((reason, entity)) => Err(BridgeError::Command { op, entity, reason }),
+        }
+    }
+
+    /// An unlogged request whose refusal is an error of the worker, its reply parsed as `T`.
+    fn query<T: serde::de::DeserializeOwned>(&mut self, request: Value, what: &str) -> Result<T, BridgeError> {
+        match self.call(request, false)? {
+            Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad {what}: {e}"))),
+            Err((reason, entity)) => Err(BridgeError::Worker(CallError::Rejected { reason, entity })),
         }
     }
 
@@ -445,10 +441,7 @@ impl Session {
     /// [`Session::boolean_volumes`] and [`Session::mesh_shape`].
     pub fn measure(&mut self, brep: Option<&Path>) -> Result<MassProperties, BridgeError> {
         let brep = brep.map(absolute_text).transpose()?;
-        match self.call(json!({"type": "measure", "brep": brep}), false)? {
-            Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad mass properties: {e}"))),
-            Err((reason, entity)) => Err(BridgeError::Worker(CallError::Rejected { reason, entity })),
-        }
+        self.query(json!({"type": "measure", "brep": brep}), "mass properties")
     }
 
     /// Transform the shapes in two BREP files and return the volumes of each, of their
@@ -462,10 +455,7 @@ impl Session {
     ) -> Result<BooleanVolumes, BridgeError> {
         let request = json!({"type": "boolean_volumes", "a": absolute_text(a)?, "transform_a": transform_a,
             "b": absolute_text(b)?, "transform_b": transform_b});
-        match self.call(request, false)? {
-            Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad boolean volumes: {e}"))),
-            Err((reason, entity)) => Err(BridgeError::Worker(CallError::Rejected { reason, entity })),
-        }
+        self.query(request, "boolean volumes")
     }
 
     /// Transform the shape in a BREP file and mesh it with absolute deflections (in the
@@ -479,10 +469,7 @@ impl Session {
     ) -> Result<TriangleMesh, BridgeError> {
         let request = json!({"type": "mesh_shape", "path": absolute_text(brep)?, "transform": transform,
             "linear_deflection": linear_deflection, "angular_deflection": angular_deflection});
-        match self.call(request, false)? {
-            Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad mesh: {e}"))),
-            Err((reason, entity)) => Err(BridgeError::Worker(CallError::Rejected { reason, entity })),
-        }
+        self.query(request, "mesh")
     }
 }
 

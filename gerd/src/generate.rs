@@ -219,6 +219,16 @@ fn face_facing(state: &ModelState, normal: [f64; 3], id: &str) -> Result<String,
         .ok_or_else(|| GerdError::Record(format!("{id}: no planar face facing {normal:?}")))
 }
 
+/// The planar face facing +Z at height `z`.
+fn upward_face_at(state: &ModelState, z: f64, id: &str) -> Result<String, GerdError> {
+    state
+        .faces
+        .iter()
+        .find(|f| f.kind == FaceKind::Plane && f.normal == Some([0.0, 0.0, 1.0]) && near(f.centroid[2], z))
+        .map(|f| f.id.clone())
+        .ok_or_else(|| GerdError::Record(format!("{id}: no upward face at z = {z}")))
+}
+
 /// Straight edges parallel to `direction` whose midpoint passes `keep`.
 fn lines_along(state: &ModelState, direction: [f64; 3], keep: impl Fn([f64; 3]) -> bool) -> Vec<String> {
     state
@@ -299,13 +309,7 @@ fn l_bracket(b: &mut Builder, rng: &mut Rng) -> Result<(), GerdError> {
     b.extrude(&profile, Mode::Add, Extent::Symmetric { depth: width }, false)?;
     let radius = rng.dim(2.0, (width / 5.0).min((a - t) / 5.0).max(2.0), 0.5);
     // The horizontal leg's upper face, and the vertical leg's outer face.
-    let leg_top = b
-        .state()
-        .faces
-        .iter()
-        .find(|f| f.kind == FaceKind::Plane && f.normal == Some([0.0, 0.0, 1.0]) && near(f.centroid[2], t))
-        .map(|f| f.id.clone())
-        .ok_or_else(|| GerdError::Record(format!("{}: no upper face on the horizontal leg", b.id)))?;
+    let leg_top = upward_face_at(b.state(), t, b.id)?;
     let frame = b.frame(&leg_top)?;
     let hole = b.sketch(&leg_top, vec![circle(local(&frame, [(a + t) / 2.0, 0.0, t]), radius)], vec![])?;
     b.extrude(&hole, Mode::Cut, Extent::ThroughAll { symmetric: false }, false)?;
@@ -367,13 +371,7 @@ fn flange(b: &mut Builder, rng: &mut Rng) -> Result<(), GerdError> {
     // The bolt circle last: OpenCascade numbers the edges left by a pocket with several
     // tools on this revolved face differently from one process to the next, so nothing
     // after it refers to entities by ID.
-    let flange_top = b
-        .state()
-        .faces
-        .iter()
-        .find(|f| f.kind == FaceKind::Plane && f.normal == Some([0.0, 0.0, 1.0]) && near(f.centroid[2], tf))
-        .map(|f| f.id.clone())
-        .ok_or_else(|| GerdError::Record(format!("{}: no flange face", b.id)))?;
+    let flange_top = upward_face_at(b.state(), tf, b.id)?;
     let frame = b.frame(&flange_top)?;
     let count = [3, 4, 6][rng.pick(3)];
     let pitch = (hub + outer) / 2.0;
