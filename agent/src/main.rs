@@ -9,6 +9,7 @@ mod eval_bench;
 mod eval_cmd;
 mod exec;
 mod gerd_cmd;
+mod reconstruct_cmd;
 mod render;
 
 use std::path::PathBuf;
@@ -28,6 +29,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
+    /// Reconstruct a part from one image with the three-stage loop.
+    ///
+    /// Writes DIR/model.FCStd, model.step, program.json (the accepted commands, runnable
+    /// with `exec` and `eval`), trace.jsonl, views/ and report.html. The document reached is
+    /// written however the loop ends; exit 1 when it stopped on a failure.
+    Reconstruct(Box<reconstruct_cmd::ReconstructArgs>),
     /// Execute a program of the command language into a FreeCAD document.
     ///
     /// Writes DIR/model.FCStd (opens in FreeCAD), DIR/model.step and DIR/state.json (the
@@ -107,6 +114,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
+        Cmd::Reconstruct(args) => reconstruct_cmd::run(&args),
         Cmd::Exec(args) => exec::run(&args),
         Cmd::Inspect { model, worker } => {
             let mut session = worker.session()?;

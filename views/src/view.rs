@@ -578,7 +578,7 @@ pub fn sketch(scene: &Scene, state: &ModelState, frame: &Frame, window: Option<W
     let in_window = |e: usize| {
         sketch_meta.edges[e].points.iter().any(|p| (-0.02..=1.02).contains(&p[0]) && (-0.02..=1.02).contains(&p[1]))
     };
-    let kinds = LabelKinds { edges: true, faces: false, vertices: false };
+    let kinds = LabelKinds { edges: opts.labels.edges, faces: false, vertices: false };
     let (mut requests, unlabelled) =
         label_requests(&ids, state, scene, &camera, kinds, in_window, "covered by another edge or seen end-on");
     for r in &mut requests {

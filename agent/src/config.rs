@@ -1,0 +1,146 @@
+//! The loop's configuration: a TOML file (`--config`) with command-line flags over it.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Which mechanisms of the method are switched off (the ablations of `method.md`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Ablations {
+    /// No ID labels, no entity table: entities are named by selectors.
+    pub no_egr: bool,
+    /// Sketch coordinates in the plane's own local frame (model units), not view coordinates.
+    pub no_lcb: bool,
+    /// No projected edges in Stage 2, no ties to existing geometry, no snapping.
+    pub no_pgr: bool,
+    /// No registration and no sphere S_t; Stage 2 coordinates are not restricted.
+    pub no_reg: bool,
+    /// No retrieved examples in Stage 1.
+    pub no_rag: bool,
+    /// No Stage 3: candidates are committed unverified.
+    pub no_evf: bool,
+}
+
+impl Ablations {
+    /// The flags that are on, as their configuration keys (`no_egr`...).
+    pub fn names(&self) -> Vec<&'static str> {
+        let all = [
+            (self.no_egr, "no_egr"),
+            (self.no_lcb, "no_lcb"),
+            (self.no_pgr, "no_pgr"),
+            (self.no_reg, "no_reg"),
+            (self.no_rag, "no_rag"),
+            (self.no_evf, "no_evf"),
+        ];
+        all.into_iter().filter(|(on, _)| *on).map(|(_, n)| n).collect()
+    }
+}
+
+/// Everything that shapes one reconstruction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Accepted steps before the loop stops (END stops it earlier).
+    pub max_steps: usize,
+    /// Failed verifications (rejections or candidates that fail to execute) per step; the
+    /// candidate after the last one is committed without a verification.
+    pub max_rejections: usize,
+    /// Answers that fail their schema, re-asked with the validation error, per stage call.
+    pub max_invalid_answers: usize,
+    /// Width and height of every view, pixels.
+    pub view_size: u32,
+    /// The direction the target image looks from (towards the eye); isometric by default.
+    pub direction: [f64; 3],
+    /// Radius of the registration sphere S_t in model units: one image gives no absolute
+    /// size, so the harness fixes it (the part comes out this big).
+    pub part_radius: f64,
+    /// PGR: a sketch point this close to a projected vertex (view units) snaps to it.
+    pub snap_tolerance: f64,
+    /// Prompt templates; the built-in ones when unset.
+    pub prompts: Option<PathBuf>,
+    #[serde(flatten)]
+    pub ablations: Ablations,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_steps: 25,
+            max_rejections: 2,
+            max_invalid_answers: 2,
+            view_size: 500,
+            direction: views::ISOMETRIC,
+            part_radius: 50.0,
+            snap_tolerance: 0.002,
+            prompts: None,
+            ablations: Ablations::default(),
+        }
+    }
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("config {path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("config: {0}")]
+    Invalid(String),
+}
+
+impl Config {
+    /// Read a TOML file; keys not given keep their defaults.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?;
+        let config: Config = toml::from_str(&text)
+            .map_err(|e| ConfigError::Parse { path: path.display().to_string(), message: e.to_string() })?;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Refuse values the loop cannot work with.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let bad = |m: &str| Err(ConfigError::Invalid(m.to_string()));
+        if self.max_steps == 0 {
+            return bad("max_steps must be at least 1");
+        }
+        if !(64..=4096).contains(&self.view_size) {
+            return bad("view_size must be between 64 and 4096 pixels");
+        }
+        if !self.direction.iter().all(|x| x.is_finite()) || self.direction.iter().all(|x| *x == 0.0) {
+            return bad("direction must be a non-zero vector");
+        }
+        if !(self.part_radius.is_finite() && self.part_radius > 0.0) {
+            return bad("part_radius must be a positive number");
+        }
+        if !(self.snap_tolerance.is_finite() && self.snap_tolerance >= 0.0) {
+            return bad("snap_tolerance must be zero or positive");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_keys_override_defaults_and_unknown_keys_are_refused() {
+        let c: Config = toml::from_str("max_steps = 7\nno_pgr = true\ndirection = [1.0, 1.0, 1.0]").expect("parses");
+        assert_eq!(c.max_steps, 7);
+        assert!(c.ablations.no_pgr && !c.ablations.no_egr);
+        assert_eq!(c.direction, [1.0, 1.0, 1.0]);
+        assert_eq!(c.part_radius, 50.0);
+        assert!(toml::from_str::<Config>("no_such_key = 1").is_err());
+        assert_eq!(c.ablations.names(), vec!["no_pgr"]);
+    }
+
+    #[test]
+    fn unusable_values_are_refused_by_name() {
+        let c = Config { part_radius: -1.0, ..Config::default() };
+        assert!(c.check().expect_err("negative radius").to_string().contains("part_radius"));
+    }
+}

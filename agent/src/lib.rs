@@ -1,0 +1,751 @@
+//! # vision2cad
+//!
+//! One image of a mechanical part in, a parametric FreeCAD model out, built step by step by
+//! a vision-language model in the three-stage loop of `../shared/design/method.md`:
+//!
+//! - [`register`]: find the part in the target image, fit S_t and the camera (Reg);
+//! - [`stage1`]: the next operation and its references, by ID (EGR) or by [`selectors`];
+//! - [`stage2`]: sketches in view coordinates, mapped by [`lcb`] into the plane's frame and
+//!   tied to projected geometry by [`pgr`];
+//! - [`stage3`]: the preview, accepted or rejected with reasons (EVf);
+//! - [`vlm`]: the model behind one trait (the oracle, a scripted replay);
+//! - [`prompts`]: the templates in `prompts/`; [`report`]: the trace and the HTML report.
+//!
+//! ```no_run
+//! use freecad_bridge::{Session, WorkerConfig};
+//! use vision2cad::{Config, reconstruct, vlm::{GroundTruth, Oracle}};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut session = Session::new(WorkerConfig::new("vision2cad"))?;
+//! let gt = GroundTruth::load("assets/programs/plate_counterbore.json".as_ref(), &mut session)?;
+//! let mut oracle = Oracle::new(gt);
+//! let outcome = reconstruct(
+//!     "assets/examples/plate_counterbore.png".as_ref(), "out/plate".as_ref(),
+//!     &Config::default(), &mut oracle, &mut session, false)?;
+//! println!("{} steps, finished: {}", outcome.steps, outcome.finished);
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod config;
+pub mod lcb;
+pub mod pgr;
+pub mod prompts;
+pub mod register;
+pub mod report;
+pub mod selectors;
+pub mod stage1;
+pub mod stage2;
+pub mod stage3;
+pub mod vlm;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use freecad_bridge::command::Sketch;
+use freecad_bridge::{BridgeError, Command, ModelState, Program, Session};
+use serde::Serialize;
+use serde_json::{Value, json};
+use views::{LabelKinds, Options, Scene, SketchMeta, Window};
+
+pub use config::{Ablations, Config};
+
+use crate::prompts::{Fill, Prompts};
+use crate::register::Target;
+use crate::report::Trace;
+use crate::stage1::Plan;
+use crate::stage2::Drawing;
+use crate::stage3::Verdict;
+use crate::vlm::{Context, Request, SketchRequest, Sphere, Stage, Usage, Vlm};
+
+/// Why a reconstruction could not run (as opposed to a model that did badly: that is an
+/// [`Outcome`] with a failure).
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    #[error("cannot read the target image {path}: {reason}")]
+    Image { path: String, reason: String },
+    #[error(transparent)]
+    Register(#[from] register::RegisterError),
+    #[error(transparent)]
+    Prompts(#[from] prompts::PromptError),
+    #[error("FreeCAD: {0}")]
+    Bridge(#[from] BridgeError),
+    #[error("cannot write {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("cannot resume from {path}: {reason}")]
+    Resume { path: String, reason: String },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LoopError + '_ {
+    move |source| LoopError::Io { path: path.display().to_string(), source }
+}
+
+/// Seconds spent, by kind of work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Timing {
+    /// FreeCAD: executing, previewing, tessellating, rolling back.
+    pub kernel: f64,
+    /// Views: rasterising, labelling, PNG files.
+    pub render: f64,
+    /// Filling templates, validating answers.
+    pub prompt: f64,
+    /// Waiting for the model.
+    pub model: f64,
+}
+
+impl Timing {
+    /// The harness's own time (everything but the model).
+    pub fn harness(&self) -> f64 {
+        self.kernel + self.render + self.prompt
+    }
+}
+
+/// What a reconstruction reached.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    /// Accepted operations (END excluded).
+    pub steps: usize,
+    /// The model said END.
+    pub finished: bool,
+    /// Why the loop stopped.
+    pub stop: String,
+    /// Set when the loop stopped on a failure (a step that never got a candidate through,
+    /// a backend that could not answer).
+    pub failure: Option<String>,
+    pub calls: usize,
+    pub rejections: usize,
+    pub usage: Usage,
+    pub timing: Timing,
+    /// Per accepted step: the harness's own seconds.
+    pub step_timing: Vec<Timing>,
+    pub seconds: f64,
+    pub backend: String,
+    pub ablations: Vec<&'static str>,
+}
+
+enum StepEnd {
+    Accepted,
+    Ended,
+    Failed(String),
+}
+
+enum Asked<T> {
+    Answer(T),
+    Invalid(String),
+    Backend(String),
+}
+
+struct Run<'a> {
+    config: &'a Config,
+    prompts: Prompts,
+    out: PathBuf,
+    target: Target,
+    trace: Trace,
+    history: Vec<Command>,
+    steps_done: usize,
+    sphere: Sphere,
+    timing: Timing,
+    calls: usize,
+    rejections: usize,
+    usage: Usage,
+    name: String,
+}
+
+/// Reconstruct the part in `image` into `out` (created if missing): `model.FCStd`,
+/// `model.step`, `state.json`, `program.json`, `trace.jsonl`, `views/`, `report.html`,
+/// `outcome.json`. With `resume`, continue from `out/program.json`.
+///
+/// The document reached is written however the loop ends; an `Err` means the run could not
+/// start or its outputs could not be written.
+pub fn reconstruct(
+    image: &Path,
+    out: &Path,
+    config: &Config,
+    vlm: &mut dyn Vlm,
+    session: &mut Session,
+    resume: bool,
+) -> Result<Outcome, LoopError> {
+    let started = Instant::now();
+    config.check().map_err(|e| LoopError::Image { path: "config".into(), reason: e.to_string() })?;
+    let picture = image::open(image)
+        .map_err(|e| LoopError::Image { path: image.display().to_string(), reason: e.to_string() })?
+        .to_rgb8();
+    let target = Target::analyse(picture, &image.display().to_string())?;
+    let prompts = Prompts::load(config.prompts.as_deref())?;
+    std::fs::create_dir_all(out.join("views")).map_err(io(out))?;
+    let name = image.file_stem().map_or("part".into(), |s| s.to_string_lossy().into_owned());
+    let mut run = Run {
+        config,
+        prompts,
+        out: out.to_path_buf(),
+        trace: Trace::open(&out.join("trace.jsonl"), resume)?,
+        target,
+        history: Vec::new(),
+        steps_done: 0,
+        sphere: Sphere { center: [0.0; 3], radius: config.part_radius },
+        timing: Timing::default(),
+        calls: 0,
+        rejections: 0,
+        usage: Usage::default(),
+        name,
+    };
+    run.target.image.save(out.join("views/target.png")).map_err(|e| LoopError::Image {
+        path: out.join("views/target.png").display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let mut finished = false;
+    kernel(&mut run.timing, session, |s| s.reset().map(|_| ()))?;
+    if resume {
+        finished = run.replay(session)?;
+    } else {
+        run.trace.event(json!({"event": "start", "image": image.display().to_string(), "backend": vlm.name(),
+            "config": config, "prompts": run.prompts.source, "target": {"center_px": run.target.center_px,
+            "radius_px": run.target.radius_px}}))?;
+    }
+    let mut step_timing = Vec::new();
+    let mut failure = None;
+    let stop;
+    loop {
+        if finished {
+            stop = "the model said END".to_string();
+            break;
+        }
+        if run.steps_done >= config.max_steps {
+            stop = format!("the step limit ({}) was reached", config.max_steps);
+            break;
+        }
+        let before = run.timing;
+        let end = run.step(vlm, session)?;
+        let mut spent = run.timing;
+        spent.kernel -= before.kernel;
+        spent.render -= before.render;
+        spent.prompt -= before.prompt;
+        spent.model -= before.model;
+        match end {
+            StepEnd::Accepted => {
+                step_timing.push(spent);
+                run.trace.event(json!({"event": "accepted", "step": run.steps_done, "timing": spent}))?;
+            }
+            StepEnd::Ended => finished = true,
+            StepEnd::Failed(reason) => {
+                stop = reason.clone();
+                failure = Some(reason);
+                break;
+            }
+        }
+    }
+    run.write_program(finished)?;
+    let t = Instant::now();
+    report::write_model(session, out)?;
+    run.timing.kernel += t.elapsed().as_secs_f64();
+    let outcome = Outcome {
+        steps: run.steps_done,
+        finished,
+        stop,
+        failure,
+        calls: run.calls,
+        rejections: run.rejections,
+        usage: run.usage,
+        timing: run.timing,
+        step_timing,
+        seconds: started.elapsed().as_secs_f64(),
+        backend: vlm.name(),
+        ablations: config.ablations.names(),
+    };
+    run.trace.event(json!({"event": "stop", "outcome": outcome}))?;
+    report::write_json(&out.join("outcome.json"), &outcome)?;
+    report::write_html(out)?;
+    Ok(outcome)
+}
+
+/// Run a FreeCAD call, retrying it when the worker was lost (the session has already
+/// rebuilt the document in a fresh one): a crash costs time, never the result.
+fn kernel<T>(
+    timing: &mut Timing,
+    session: &mut Session,
+    mut call: impl FnMut(&mut Session) -> Result<T, BridgeError>,
+) -> Result<T, BridgeError> {
+    let start = Instant::now();
+    let mut lost = 0;
+    let result = loop {
+        match call(session) {
+            Err(BridgeError::WorkerLost { source }) if lost < 3 => {
+                lost += 1;
+                tracing::warn!("FreeCAD worker lost ({source}); the document was rebuilt, trying again");
+            }
+            other => break other,
+        }
+    };
+    timing.kernel += start.elapsed().as_secs_f64();
+    result
+}
+
+/// Strip the code fences some models wrap JSON in.
+fn json_text(text: &str) -> &str {
+    let t = text.trim();
+    let t = t.strip_prefix("```json").or_else(|| t.strip_prefix("```")).unwrap_or(t);
+    t.strip_suffix("```").unwrap_or(t).trim()
+}
+
+impl Run<'_> {
+    fn flags(&self, fill: Fill) -> Fill {
+        let ab = self.config.ablations;
+        fill.flag("egr", !ab.no_egr)
+            .flag("lcb", !ab.no_lcb)
+            .flag("pgr", !ab.no_pgr)
+            .flag("reg", !ab.no_reg)
+            .flag("evf", !ab.no_evf)
+            // Retrieval arrives with the GERD-RET index; until then there are no examples to show.
+            .flag("rag", false)
+    }
+
+    fn context(&self, state: &ModelState) -> Context {
+        Context {
+            steps_done: self.steps_done,
+            history: self.history.clone(),
+            state: state.clone(),
+            ablations: self.config.ablations,
+            sphere: self.sphere,
+            plan: None,
+            sketch: None,
+            preview: None,
+        }
+    }
+
+    fn view_path(&self, name: &str) -> PathBuf {
+        self.out.join("views").join(name)
+    }
+
+    fn save(&mut self, image: &image::RgbImage, name: &str) -> Result<PathBuf, LoopError> {
+        let path = self.view_path(name);
+        image.save(&path).map_err(|e| LoopError::Io {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        Ok(path)
+    }
+
+    fn options(&self) -> Options {
+        let ab = self.config.ablations;
+        Options {
+            size: self.config.view_size,
+            direction: self.config.direction,
+            labels: LabelKinds { edges: !ab.no_egr, faces: false, vertices: false },
+            sphere: (!ab.no_reg).then_some((self.sphere.center, self.sphere.radius)),
+            ..Options::default()
+        }
+    }
+
+    /// Ask the model, re-asking with the validation errors up to the configured bound.
+    fn ask<T>(
+        &mut self,
+        vlm: &mut dyn Vlm,
+        mut request: Request,
+        step: usize,
+        attempt: usize,
+        check: impl Fn(Value) -> Result<T, String>,
+    ) -> Result<Asked<T>, LoopError> {
+        let base_text = request.text.clone();
+        let mut last_errors = Vec::new();
+        for round in 0..=self.config.max_invalid_answers {
+            if !last_errors.is_empty() {
+                request.text = format!(
+                    "{base_text}\n## Your previous answer was not valid\n{}\nAnswer again with one JSON object that fixes this.\n",
+                    last_errors.iter().map(|e| format!("- {e}")).collect::<Vec<_>>().join("\n")
+                );
+            }
+            let start = Instant::now();
+            let reply = vlm.answer(&request);
+            let model_seconds = start.elapsed().as_secs_f64();
+            self.timing.model += model_seconds;
+            self.calls += 1;
+            let images: Vec<String> = request
+                .images
+                .iter()
+                .map(|p| p.strip_prefix(&self.out).unwrap_or(p).display().to_string())
+                .collect();
+            let mut entry = json!({"event": "call", "step": step, "attempt": attempt, "try": round + 1,
+                "stage": request.stage.name(), "request": {"text": request.text, "images": images},
+                "seconds": model_seconds});
+            let reply = match reply {
+                Ok(r) => r,
+                Err(e) => {
+                    entry["error"] = e.to_string().into();
+                    self.trace.event(entry)?;
+                    return Ok(Asked::Backend(e.to_string()));
+                }
+            };
+            if let Some(u) = reply.usage {
+                self.usage.input_tokens += u.input_tokens;
+                self.usage.output_tokens += u.output_tokens;
+                self.usage.cost = match (self.usage.cost, u.cost) {
+                    (a, None) => a,
+                    (a, Some(c)) => Some(a.unwrap_or(0.0) + c),
+                };
+                entry["usage"] = serde_json::to_value(u).unwrap_or_default();
+            }
+            entry["answer"] = reply.text.clone().into();
+            let start = Instant::now();
+            let checked = serde_json::from_str::<Value>(json_text(&reply.text))
+                .map_err(|e| vec![format!("the answer is not JSON: {e}")])
+                .and_then(|v| self.prompts.validate(request.stage, &v).map(|()| v))
+                .and_then(|v| check(v).map_err(|e| vec![e]));
+            self.timing.prompt += start.elapsed().as_secs_f64();
+            match checked {
+                Ok(value) => {
+                    self.trace.event(entry)?;
+                    return Ok(Asked::Answer(value));
+                }
+                Err(errors) => {
+                    entry["errors"] = json!(errors);
+                    self.trace.event(entry)?;
+                    last_errors = errors;
+                }
+            }
+        }
+        Ok(Asked::Invalid(format!(
+            "{} answers in a row were invalid; the last: {}",
+            self.config.max_invalid_answers + 1,
+            last_errors.join("; ")
+        )))
+    }
+
+    fn request(&self, stage: Stage, file: &'static str, fill: Fill, images: Vec<PathBuf>, context: Context) -> Result<Request, LoopError> {
+        let system = self.prompts.render("system.md", &Fill::default())?;
+        let text = self.prompts.render(file, &self.flags(fill))?;
+        Ok(Request { stage, system, text, images, schema: self.prompts.schema(stage).clone(), context })
+    }
+
+    /// The tagged view of the current model (none while it is empty), with S_t drawn.
+    fn tagged(&mut self, session: &mut Session, step: usize) -> Result<(Scene, Option<PathBuf>), LoopError> {
+        if session.state().empty {
+            return Ok((Scene::default(), None));
+        }
+        let scene = kernel(&mut self.timing, session, |s| views::scene_of(s))?;
+        let start = Instant::now();
+        let mut view = views::tagged(&scene, session.state(), &self.options());
+        if !self.config.ablations.no_reg {
+            draw_sphere_on(&mut view, self.sphere);
+        }
+        let path = self.save(&view.image, &format!("step{step:02}_tagged.png"))?;
+        self.timing.render += start.elapsed().as_secs_f64();
+        Ok((scene, Some(path)))
+    }
+
+    fn step(&mut self, vlm: &mut dyn Vlm, session: &mut Session) -> Result<StepEnd, LoopError> {
+        let step = self.steps_done + 1;
+        let (scene, tagged) = self.tagged(session, step)?;
+        let target_path = self.view_path("target.png");
+        let mut feedback: Vec<String> = Vec::new();
+        let mut rejections = 0;
+        let attempts = self.config.max_rejections + 1;
+        for attempt in 1..=attempts {
+            let state = session.state().clone();
+            // Stage 1.
+            let start = Instant::now();
+            let fill = Fill::default()
+                .value("step", step.to_string())
+                .value("max_steps", self.config.max_steps.to_string())
+                .value("sphere_center", fmt3(self.sphere.center))
+                .value("sphere_radius", format!("{:.4}", self.sphere.radius))
+                .value("part_diameter", format!("{:.0}", 2.0 * self.sphere.radius))
+                .value("entity_table", gerd::export::entity_table(&state).trim_end().to_string())
+                .value("history", history_text(&self.history))
+                .value("feedback_text", feedback.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n"))
+                .value("retrieved", String::new())
+                .flag("feedback", !feedback.is_empty());
+            let images = std::iter::once(target_path.clone()).chain(tagged.clone()).collect();
+            let request = self.request(Stage::Stage1, "stage1.md", fill, images, self.context(&state))?;
+            self.timing.prompt += start.elapsed().as_secs_f64();
+            let no_egr = self.config.ablations.no_egr;
+            let history = self.history.clone();
+            let asked = self.ask(vlm, request, step, attempt, |v| {
+                let plan: Plan = serde_json::from_value(v).map_err(|e| e.to_string())?;
+                if plan.is_end() {
+                    return Ok((plan, Command::End));
+                }
+                stage1::interpret(plan, &state, &history, no_egr)
+            })?;
+            let (plan, command) = match asked {
+                Asked::Answer(x) => x,
+                Asked::Invalid(reason) => {
+                    feedback.push(reason);
+                    continue;
+                }
+                Asked::Backend(reason) => return Ok(StepEnd::Failed(format!("step {step}: {reason}"))),
+            };
+            if plan.is_end() {
+                self.trace.event(json!({"event": "end", "step": step, "reason": plan.reason}))?;
+                return Ok(StepEnd::Ended);
+            }
+            // Stage 2: every new sketch.
+            let mut command_value = plan.command.clone();
+            let mut sketches: Vec<Sketch> = Vec::new();
+            let mut failed = None;
+            for sp in &plan.sketches {
+                match self.sketch(vlm, session, &scene, &plan, sp, step, attempt, &mut command_value)? {
+                    Ok(sketch) => sketches.push(sketch),
+                    Err(reason) => {
+                        failed = Some(reason);
+                        break;
+                    }
+                }
+            }
+            if let Some(reason) = failed {
+                if reason.starts_with("backend: ") {
+                    return Ok(StepEnd::Failed(format!("step {step}: {}", &reason[9..])));
+                }
+                feedback.push(reason);
+                continue;
+            }
+            let command = if plan.sketches.is_empty() {
+                command
+            } else {
+                match serde_json::from_value::<Command>(command_value) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        feedback.push(format!("the command with the sketch's parameters does not parse: {e}"));
+                        continue;
+                    }
+                }
+            };
+            // Execute the sketches, preview the feature.
+            let mut candidate_error = None;
+            for sketch in &sketches {
+                let c = Command::Sketch(sketch.clone());
+                if let Err(e) = kernel(&mut self.timing, session, |s| s.execute(&c)) {
+                    candidate_error = Some(format!("sketch {}: {e}", sketch.name));
+                    break;
+                }
+            }
+            let preview = match candidate_error {
+                Some(e) => Err(e),
+                None => {
+                    let deflection = views::deflection_for(session.state().bbox.map_or(2.0 * self.sphere.radius, |b| b.diagonal()));
+                    kernel(&mut self.timing, session, |s| s.preview(&command, deflection)).map_err(|e| e.to_string())
+                }
+            };
+            let preview = match preview {
+                Ok(p) => p,
+                Err(reason) => {
+                    self.trace.event(json!({"event": "execute", "step": step, "attempt": attempt, "ok": false, "error": reason}))?;
+                    feedback.push(format!("the candidate failed: {reason}"));
+                    self.rollback(session)?;
+                    continue;
+                }
+            };
+            // Stage 3.
+            let verify = !self.config.ablations.no_evf && rejections < self.config.max_rejections;
+            if verify {
+                let start = Instant::now();
+                let mut view = views::preview(&preview, &self.options(), Some(&self.target.image));
+                if !self.config.ablations.no_reg {
+                    draw_sphere_on(&mut view, self.sphere);
+                }
+                let image = self.save(&view.image, &format!("step{step:02}_try{attempt}_preview.png"))?;
+                self.timing.render += start.elapsed().as_secs_f64();
+                let start = Instant::now();
+                let fill = Fill::default()
+                    .value("step", step.to_string())
+                    .value("plan", plan.describe())
+                    .value("preview_summary", stage3::summary(&preview.state))
+                    .value("before_summary", stage3::summary(&state));
+                let mut context = self.context(&state);
+                context.plan = Some(plan.clone());
+                context.preview = Some(preview.state.clone());
+                let request = self.request(Stage::Stage3, "stage3.md", fill, vec![image], context)?;
+                self.timing.prompt += start.elapsed().as_secs_f64();
+                let verdict = match self.ask(vlm, request, step, attempt, |v| {
+                    serde_json::from_value::<Verdict>(v).map_err(|e| e.to_string())
+                })? {
+                    Asked::Answer(v) => v,
+                    Asked::Invalid(reason) => {
+                        feedback.push(reason);
+                        self.rollback(session)?;
+                        continue;
+                    }
+                    Asked::Backend(reason) => {
+                        self.rollback(session)?;
+                        return Ok(StepEnd::Failed(format!("step {step}: {reason}")));
+                    }
+                };
+                if !verdict.accepted() {
+                    rejections += 1;
+                    self.rejections += 1;
+                    self.trace.event(json!({"event": "rejected", "step": step, "attempt": attempt, "reasons": verdict.reasons}))?;
+                    feedback.push(format!("attempt {attempt} ({}) was rejected: {}", plan.describe(), verdict.reasons.join("; ")));
+                    self.rollback(session)?;
+                    continue;
+                }
+            }
+            if let Err(e) = kernel(&mut self.timing, session, |s| s.execute(&command)) {
+                self.trace.event(json!({"event": "execute", "step": step, "attempt": attempt, "ok": false, "error": e.to_string()}))?;
+                feedback.push(format!("the candidate failed: {e}"));
+                self.rollback(session)?;
+                continue;
+            }
+            self.trace.event(json!({"event": "execute", "step": step, "attempt": attempt, "ok": true,
+                "verified": verify, "commands": sketches.iter().map(|s| Command::Sketch(s.clone()))
+                    .chain(std::iter::once(command.clone())).collect::<Vec<_>>()}))?;
+            self.history.extend(sketches.into_iter().map(Command::Sketch));
+            self.history.push(command);
+            self.steps_done += 1;
+            self.write_program(false)?;
+            self.register(session)?;
+            return Ok(StepEnd::Accepted);
+        }
+        Ok(StepEnd::Failed(format!(
+            "step {step}: no candidate got through in {attempts} attempts; the last problem: {}",
+            feedback.last().map_or("none recorded", String::as_str)
+        )))
+    }
+
+    /// Stage 2 for one sketch: `Ok(Err(reason))` when the answer never became a sketch.
+    #[allow(clippy::too_many_arguments)]
+    fn sketch(
+        &mut self,
+        vlm: &mut dyn Vlm,
+        session: &mut Session,
+        scene: &Scene,
+        plan: &Plan,
+        sp: &stage1::SketchPlan,
+        step: usize,
+        attempt: usize,
+        command: &mut Value,
+    ) -> Result<Result<Sketch, String>, LoopError> {
+        let frame = match kernel(&mut self.timing, session, |s| s.plane_frame(&sp.on)) {
+            Ok(f) => f,
+            Err(e) => return Ok(Err(format!("sketch {} on {}: {e}", sp.name, sp.on))),
+        };
+        let start = Instant::now();
+        let window = (!self.config.ablations.no_reg).then(|| {
+            let c = lcb::world_to_local(&frame, self.sphere.center);
+            let r = self.sphere.radius;
+            Window { u0: c[0] - r, v0: c[1] - r, size: 2.0 * r }
+        });
+        let state = session.state().clone();
+        let mut view = views::sketch(scene, &state, &frame, window, &self.options());
+        let meta: SketchMeta = match view.meta.sketch.clone() {
+            Some(m) => m,
+            None => return Ok(Err("the sketch view has no map".into())),
+        };
+        if !self.config.ablations.no_reg {
+            let center = meta.view_to_pixel([0.5, 0.5]);
+            register::draw_sphere(&mut view.image, [center.0, center.1], meta.grid[2] / 2.0);
+        }
+        let image = self.save(&view.image, &format!("step{step:02}_try{attempt}_{}_sketch.png", sp.name))?;
+        self.timing.render += start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        let fill = Fill::default()
+            .value("sketch_name", sp.name.clone())
+            .value("sketch_on", sp.on.clone())
+            .value("plan", plan.describe())
+            .value("window_size", format!("{:.4}", meta.window.size))
+            .value("projected", pgr::projected_table(&meta).trim_end().to_string());
+        let mut context = self.context(&state);
+        context.plan = Some(plan.clone());
+        context.sketch = Some(SketchRequest { name: sp.name.clone(), on: sp.on.clone(), meta: meta.clone() });
+        let images = vec![self.view_path("target.png"), image];
+        let request = self.request(Stage::Stage2, "stage2.md", fill, images, context)?;
+        self.timing.prompt += start.elapsed().as_secs_f64();
+        let config = self.config;
+        let asked = self.ask(vlm, request, step, attempt, |v| {
+            let drawing: Drawing = serde_json::from_value(v).map_err(|e| e.to_string())?;
+            let (sketch, snapped) = stage2::to_sketch(&drawing, &sp.name, &sp.on, &meta, &state, config)?;
+            Ok((drawing.parameters, sketch, snapped))
+        })?;
+        match asked {
+            Asked::Answer((parameters, sketch, snapped)) => {
+                if !snapped.constraints.is_empty() {
+                    self.trace.event(json!({"event": "snapped", "step": step, "attempt": attempt, "sketch": sp.name,
+                        "constraints": snapped.constraints}))?;
+                }
+                stage2::apply_parameters(command, &parameters, &meta, !self.config.ablations.no_lcb);
+                Ok(Ok(sketch))
+            }
+            Asked::Invalid(reason) => Ok(Err(format!("sketch {}: {reason}", sp.name))),
+            Asked::Backend(reason) => Ok(Err(format!("backend: {reason}"))),
+        }
+    }
+
+    /// Back to the accepted commands: the document as it was before the attempt.
+    fn rollback(&mut self, session: &mut Session) -> Result<(), LoopError> {
+        let history = self.history.clone();
+        kernel(&mut self.timing, session, |s| {
+            s.reset()?;
+            history.iter().try_for_each(|c| s.execute(c).map(|_| ()))
+        })?;
+        Ok(())
+    }
+
+    /// Refit S_t to the current model (Reg).
+    fn register(&mut self, session: &mut Session) -> Result<(), LoopError> {
+        if self.config.ablations.no_reg || session.state().empty {
+            return Ok(());
+        }
+        let scene = kernel(&mut self.timing, session, |s| views::scene_of(s))?;
+        let start = Instant::now();
+        let fit = register::refit(&self.target, &scene, self.sphere, self.config.direction);
+        self.timing.render += start.elapsed().as_secs_f64();
+        self.sphere = fit.sphere;
+        self.trace.event(json!({"event": "register", "step": self.steps_done, "fit": fit}))
+    }
+
+    fn program(&self, finished: bool) -> Program {
+        let mut commands = self.history.clone();
+        if finished {
+            commands.push(Command::End);
+        }
+        Program {
+            name: Some(self.name.clone()),
+            description: Some(format!("reconstructed by vision2cad from {}", self.name)),
+            commands,
+        }
+    }
+
+    fn write_program(&self, finished: bool) -> Result<(), LoopError> {
+        report::write_json(&self.out.join("program.json"), &self.program(finished))
+    }
+
+    /// Continue from `program.json`: execute the accepted commands again. Returns whether
+    /// that program was finished (ends with END).
+    fn replay(&mut self, session: &mut Session) -> Result<bool, LoopError> {
+        let path = self.out.join("program.json");
+        let fail = |reason: String| LoopError::Resume { path: path.display().to_string(), reason };
+        let text = std::fs::read_to_string(&path).map_err(|e| fail(e.to_string()))?;
+        let program = freecad_bridge::parse_program(&text).map_err(&fail)?;
+        let mut finished = false;
+        for (i, c) in program.commands.iter().enumerate() {
+            if matches!(c, Command::End) {
+                finished = true;
+                break;
+            }
+            kernel(&mut self.timing, session, |s| s.execute(c)).map_err(|e| fail(format!("command {i} ({}): {e}", c.op())))?;
+            self.history.push(c.clone());
+        }
+        self.steps_done = self.history.iter().filter(|c| !matches!(c, Command::Sketch(_))).count();
+        self.trace.event(json!({"event": "resume", "steps": self.steps_done, "finished": finished}))?;
+        self.register(session)?;
+        Ok(finished)
+    }
+}
+
+fn draw_sphere_on(view: &mut views::View, sphere: Sphere) {
+    let camera = &view.meta.camera;
+    if let (Some((x, y, _)), views::Projection::Orthographic { pixels_per_unit }) =
+        (camera.project(&nalgebra::Point3::from(sphere.center)), camera.projection)
+    {
+        register::draw_sphere(&mut view.image, [x, y], sphere.radius * pixels_per_unit);
+    }
+}
+
+fn fmt3(p: [f64; 3]) -> String {
+    format!("({:.4}, {:.4}, {:.4})", p[0], p[1], p[2])
+}
+
+fn history_text(history: &[Command]) -> String {
+    if history.is_empty() {
+        return "(none yet: the model is empty)".into();
+    }
+    history.iter().map(|c| serde_json::to_string(c).unwrap_or_default()).collect::<Vec<_>>().join("\n")
+}

@@ -1,0 +1,157 @@
+//! Projected geometry referencing (PGR): sketches tied to the edges and vertices they
+//! follow, so they move with upstream geometry when a dimension is edited.
+//!
+//! The ties a model names (`concentric` with `E14`, `coincident` with `V3`...) go into the
+//! sketch as constraints on Sketcher external geometry (the bridge adds the referenced
+//! entities with `addExternal`). On top of those, a point the model put within a small
+//! tolerance of a projected vertex snaps onto it and gets a coincident tie, and a circle or
+//! arc centred within the tolerance of a projected circular edge's centre becomes
+//! concentric with it.
+
+use freecad_bridge::command::{Constraint, CurveRef, EntityId, PointPos, PointRef, Primitive};
+use freecad_bridge::state::{EdgeKind, Frame};
+use freecad_bridge::{ModelState, command::Sketch};
+use views::SketchMeta;
+
+use crate::lcb::world_to_local;
+
+/// T_t^geom,s: the projected edges as sampled points in view coordinates, one line each.
+pub fn projected_table(meta: &SketchMeta) -> String {
+    let mut out = String::new();
+    for e in &meta.edges {
+        let inside = e.points.iter().any(|p| (-0.05..=1.05).contains(&p[0]) && (-0.05..=1.05).contains(&p[1]));
+        if !inside {
+            continue;
+        }
+        let pts: Vec<String> = e.points.iter().map(|p| format!("({:.4}, {:.4})", p[0], p[1])).collect();
+        out.push_str(&format!("{}{}: {}\n", e.id, if e.in_plane { " (in plane)" } else { "" }, pts.join(" ")));
+    }
+    if out.is_empty() { "(none)\n".into() } else { out }
+}
+
+/// What snapping added, for the trace.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Snapped {
+    pub constraints: Vec<String>,
+}
+
+/// Snap the sketch's points (local coordinates) to projected vertices and circle centres
+/// within `tolerance` (model units), adding the ties.
+pub fn snap(sketch: &mut Sketch, frame: &Frame, state: &ModelState, tolerance: f64) -> Snapped {
+    let mut snapped = Snapped::default();
+    if tolerance <= 0.0 {
+        return snapped;
+    }
+    let already_tied = tied_points(&sketch.constraints);
+    let in_plane = |p: [f64; 3]| {
+        let rel: f64 = (0..3).map(|i| (p[i] - frame.origin[i]) * frame.normal[i]).sum();
+        rel.abs() <= 1e-6 * (1.0 + tolerance)
+    };
+    // Vertices in the plane first: they are what a sketch on a face follows.
+    let mut vertices: Vec<(String, [f64; 2], bool)> =
+        state.vertices.iter().map(|v| (v.id.clone(), world_to_local(frame, v.point), in_plane(v.point))).collect();
+    vertices.sort_by_key(|v| !v.2);
+    let mut centers: Vec<(String, [f64; 2], bool)> = state
+        .edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Circle)
+        .filter_map(|e| e.center.map(|c| (e.id.clone(), world_to_local(frame, c), e.midpoint.is_some_and(in_plane))))
+        .collect();
+    centers.sort_by_key(|c| !c.2);
+    let near = |a: [f64; 2], b: [f64; 2]| (a[0] - b[0]).hypot(a[1] - b[1]) <= tolerance;
+    let mut done: Vec<[f64; 2]> = Vec::new();
+    let count = sketch.primitives.len();
+    for i in 0..count {
+        for (pos, point) in own_points(&sketch.primitives[i]) {
+            let reference = PointRef::Own(i, pos);
+            if already_tied.contains(&reference) || done.iter().any(|d| near(*d, point) && d != &point) {
+                continue;
+            }
+            // Endpoints that meet are joined by auto-coincidence: tie the cluster once.
+            if done.contains(&point) {
+                continue;
+            }
+            if pos != PointPos::Center
+                && let Some((id, target, _)) = vertices.iter().find(|v| near(v.1, point))
+            {
+                move_point(&mut sketch.primitives, point, *target);
+                let vertex: EntityId = id.parse().expect("state IDs parse");
+                sketch.constraints.push(Constraint::Coincident { a: reference, b: PointRef::Vertex(vertex) });
+                snapped.constraints.push(format!("{reference} coincident {id}"));
+                done.push(*target);
+                done.push(point);
+                continue;
+            }
+            if pos == PointPos::Center
+                && let Some((id, target, _)) = centers.iter().find(|c| near(c.1, point))
+            {
+                set_center(&mut sketch.primitives[i], *target);
+                let edge: EntityId = id.parse().expect("state IDs parse");
+                sketch.constraints.push(Constraint::Concentric { a: CurveRef::Own(i), b: CurveRef::Edge(edge) });
+                snapped.constraints.push(format!("g{i} concentric {id}"));
+            }
+        }
+    }
+    snapped
+}
+
+/// Own points that a model's constraint already ties to existing geometry.
+fn tied_points(constraints: &[Constraint]) -> Vec<PointRef> {
+    let external_point = |p: &PointRef| matches!(p, PointRef::Vertex(_) | PointRef::Edge(..));
+    let external_curve = |c: &CurveRef| matches!(c, CurveRef::Edge(_));
+    let mut out = Vec::new();
+    for c in constraints {
+        match c {
+            Constraint::Coincident { a, b } | Constraint::Distance { a, b, .. } => {
+                if external_point(b) {
+                    out.push(*a);
+                }
+                if external_point(a) {
+                    out.push(*b);
+                }
+            }
+            Constraint::PointOnObject { point, object } if external_curve(object) => out.push(*point),
+            Constraint::Concentric { a: CurveRef::Own(i), b } | Constraint::Concentric { a: b, b: CurveRef::Own(i) }
+                if external_curve(b) =>
+            {
+                out.push(PointRef::Own(*i, PointPos::Center))
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn own_points(p: &Primitive) -> Vec<(PointPos, [f64; 2])> {
+    match p {
+        Primitive::Line { start, end, construction: false } => vec![(PointPos::Start, *start), (PointPos::End, *end)],
+        Primitive::Arc { start, end, construction: false, .. } => {
+            vec![(PointPos::Start, *start), (PointPos::End, *end)]
+        }
+        Primitive::Circle { center, construction: false, .. } => vec![(PointPos::Center, *center)],
+        _ => Vec::new(),
+    }
+}
+
+/// Move every endpoint at `from` (the whole cluster of meeting endpoints) to `to`.
+fn move_point(prims: &mut [Primitive], from: [f64; 2], to: [f64; 2]) {
+    let same = |p: &[f64; 2]| (p[0] - from[0]).abs() <= 1e-9 * (1.0 + from[0].abs()) && (p[1] - from[1]).abs() <= 1e-9 * (1.0 + from[1].abs());
+    for p in prims {
+        match p {
+            Primitive::Line { start, end, .. } | Primitive::Arc { start, end, .. } => {
+                for q in [start, end] {
+                    if same(q) {
+                        *q = to;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn set_center(p: &mut Primitive, to: [f64; 2]) {
+    if let Primitive::Circle { center, .. } = p {
+        *center = to;
+    }
+}

@@ -1,0 +1,190 @@
+//! The prompt templates in `prompts/`, loaded at run time (`--prompts DIR` overrides the
+//! built-in copies), filled in, and the JSON Schemas every answer is validated against.
+//!
+//! Templates are plain text with three forms: `{{name}}` inserts a value,
+//! `{{#flag}}...{{/flag}}` keeps its text when the flag is on, `{{^flag}}...{{/flag}}` when
+//! it is off. A name the harness does not provide is an error, so a typo in an edited
+//! prompt is caught on the first request.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::vlm::Stage;
+
+/// The files of a prompt set, with their built-in text.
+const FILES: [(&str, &str); 7] = [
+    ("system.md", include_str!("../../prompts/system.md")),
+    ("stage1.md", include_str!("../../prompts/stage1.md")),
+    ("stage2.md", include_str!("../../prompts/stage2.md")),
+    ("stage3.md", include_str!("../../prompts/stage3.md")),
+    ("stage1.schema.json", include_str!("../../prompts/stage1.schema.json")),
+    ("stage2.schema.json", include_str!("../../prompts/stage2.schema.json")),
+    ("stage3.schema.json", include_str!("../../prompts/stage3.schema.json")),
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    #[error("cannot read prompt file {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("prompt schema {file} is not valid JSON Schema: {reason}")]
+    Schema { file: String, reason: String },
+    #[error("prompt template {file}: {reason}")]
+    Template { file: String, reason: String },
+}
+
+/// A loaded prompt set.
+#[derive(Debug)]
+pub struct Prompts {
+    /// Where the templates came from (`built-in` or a directory).
+    pub source: String,
+    texts: BTreeMap<&'static str, String>,
+    schemas: BTreeMap<Stage, (Value, jsonschema::Validator)>,
+}
+
+/// Values and flags for one template.
+#[derive(Debug, Default)]
+pub struct Fill {
+    values: BTreeMap<&'static str, String>,
+    flags: BTreeMap<&'static str, bool>,
+}
+
+impl Fill {
+    pub fn value(mut self, name: &'static str, text: impl Into<String>) -> Self {
+        self.values.insert(name, text.into());
+        self
+    }
+    pub fn flag(mut self, name: &'static str, on: bool) -> Self {
+        self.flags.insert(name, on);
+        self
+    }
+}
+
+impl Prompts {
+    /// The prompt set in `dir`, or the built-in one. A directory may hold only some of the
+    /// files; the others keep their built-in text.
+    pub fn load(dir: Option<&Path>) -> Result<Prompts, PromptError> {
+        let mut texts = BTreeMap::new();
+        for (name, builtin) in FILES {
+            let text = match dir.map(|d| d.join(name)).filter(|p| p.is_file()) {
+                Some(path) => std::fs::read_to_string(&path)
+                    .map_err(|source| PromptError::Read { path: path.display().to_string(), source })?,
+                None => builtin.to_string(),
+            };
+            texts.insert(name, text);
+        }
+        let mut schemas = BTreeMap::new();
+        for stage in [Stage::Stage1, Stage::Stage2, Stage::Stage3] {
+            let file = format!("{}.schema.json", stage.name());
+            let text = texts.get(file.as_str()).cloned().unwrap_or_default();
+            let value: Value = serde_json::from_str(&text)
+                .map_err(|e| PromptError::Schema { file: file.clone(), reason: e.to_string() })?;
+            let validator = jsonschema::validator_for(&value)
+                .map_err(|e| PromptError::Schema { file: file.clone(), reason: e.to_string() })?;
+            schemas.insert(stage, (value, validator));
+        }
+        let source = dir.map_or_else(|| "built-in".to_string(), |d| d.display().to_string());
+        Ok(Prompts { source, texts, schemas })
+    }
+
+    /// The schema of a stage's answer.
+    pub fn schema(&self, stage: Stage) -> &Value {
+        &self.schemas[&stage].0
+    }
+
+    /// Check an answer against its stage's schema; the errors, one line each, name the
+    /// JSON path.
+    pub fn validate(&self, stage: Stage, answer: &Value) -> Result<(), Vec<String>> {
+        let errors: Vec<String> = self.schemas[&stage]
+            .1
+            .iter_errors(answer)
+            .map(|e| {
+                let at = e.instance_path.to_string();
+                if at.is_empty() { e.to_string() } else { format!("at {at}: {e}") }
+            })
+            .collect();
+        if errors.is_empty() { Ok(()) } else { Err(errors) }
+    }
+
+    /// Fill a template (`system.md`, `stage1.md`...).
+    pub fn render(&self, file: &'static str, fill: &Fill) -> Result<String, PromptError> {
+        let text = self.texts.get(file).map(String::as_str).unwrap_or_default();
+        render(text, fill).map_err(|reason| PromptError::Template { file: file.into(), reason })
+    }
+
+    /// Write the prompt set to a directory (the starting point for edited prompts).
+    pub fn write_defaults(dir: &Path) -> Result<Vec<PathBuf>, PromptError> {
+        std::fs::create_dir_all(dir).map_err(|source| PromptError::Read { path: dir.display().to_string(), source })?;
+        let mut written = Vec::new();
+        for (name, text) in FILES {
+            let path = dir.join(name);
+            std::fs::write(&path, text)
+                .map_err(|source| PromptError::Read { path: path.display().to_string(), source })?;
+            written.push(path);
+        }
+        Ok(written)
+    }
+}
+
+fn render(text: &str, fill: &Fill) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find("{{") {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 2..];
+        let close = after.find("}}").ok_or("a '{{' without its '}}'")?;
+        let tag = after[..close].trim();
+        rest = &after[close + 2..];
+        if let Some(name) = tag.strip_prefix('#').or_else(|| tag.strip_prefix('^')) {
+            let on = *fill.flags.get(name).ok_or_else(|| format!("unknown flag '{name}'"))?;
+            let end_tag = format!("{{{{/{name}}}}}");
+            let end = rest.find(&end_tag).ok_or_else(|| format!("section '{name}' is not closed with {end_tag}"))?;
+            let inner = &rest[..end];
+            rest = &rest[end + end_tag.len()..];
+            if on == tag.starts_with('#') {
+                out.push_str(&render(inner, fill)?);
+            }
+        } else {
+            let value = fill.values.get(tag).ok_or_else(|| format!("unknown value '{{{{{tag}}}}}'"))?;
+            out.push_str(value);
+        }
+    }
+    out.push_str(rest);
+    // Sections that were left out leave blank lines behind; keep at most one.
+    let mut tidy = String::with_capacity(out.len());
+    let mut blank = 0;
+    for line in out.lines() {
+        blank = if line.trim().is_empty() { blank + 1 } else { 0 };
+        if blank <= 1 {
+            tidy.push_str(line);
+            tidy.push('\n');
+        }
+    }
+    Ok(tidy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_and_values_fill_and_typos_are_errors() {
+        let fill = Fill::default().value("n", "3").flag("egr", true).flag("pgr", false);
+        let text = "a {{n}}\n{{#egr}}ids {{n}}\n{{/egr}}{{^pgr}}no ties\n{{/pgr}}{{#pgr}}ties\n{{/pgr}}end";
+        assert_eq!(render(text, &fill).expect("renders"), "a 3\nids 3\nno ties\nend\n");
+        assert!(render("{{nn}}", &fill).expect_err("typo").contains("nn"));
+        assert!(render("{{#egr}} open", &fill).is_err());
+    }
+
+    #[test]
+    fn built_in_prompts_load_and_schemas_check_answers() {
+        let p = Prompts::load(None).expect("built-in prompts load");
+        let ok = serde_json::json!({"reason": "top face", "command": {"op": "end"}});
+        assert!(p.validate(Stage::Stage1, &ok).is_ok());
+        let bad = serde_json::json!({"command": {"op": "end"}});
+        assert!(p.validate(Stage::Stage1, &bad).is_err());
+        let verdict = serde_json::json!({"verdict": "maybe", "reasons": []});
+        assert!(p.validate(Stage::Stage3, &verdict).is_err());
+    }
+}

@@ -1,0 +1,134 @@
+//! `vision2cad reconstruct`: the three-stage loop on one image.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use vision2cad::vlm::{GroundTruth, Oracle, Scripted, Vlm};
+use vision2cad::{Config, reconstruct};
+
+use crate::WorkerArgs;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    /// A perfect model for a part whose program is known (needs --gt).
+    Oracle,
+    /// Replay a file of stage answers (needs --script).
+    Scripted,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReconstructArgs {
+    /// The target image: one picture of the part (PNG, JPEG...).
+    pub image: PathBuf,
+    /// Output directory (created if missing). With --resume it may be left out.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Continue the interrupted reconstruction in DIR from its program.json.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "oracle")]
+    pub vlm: Backend,
+    /// Ground truth for the oracle: a GERD part folder or a program .json.
+    #[arg(long)]
+    pub gt: Option<PathBuf>,
+    /// Answers for the scripted backend (JSON lines: {"stage": "stage1", "answer": {...}}).
+    #[arg(long)]
+    pub script: Option<PathBuf>,
+    /// A TOML configuration; the flags below override it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Prompt templates to use instead of the built-in ones (see prompts/README.md).
+    #[arg(long)]
+    pub prompts: Option<PathBuf>,
+    /// Accepted steps before the loop stops (default 25).
+    #[arg(long)]
+    pub max_steps: Option<usize>,
+    /// No ID labels and no entity table: entities are named by selectors.
+    #[arg(long)]
+    pub no_egr: bool,
+    /// Sketch coordinates in the plane's own frame instead of view coordinates.
+    #[arg(long)]
+    pub no_lcb: bool,
+    /// No ties to projected geometry and no snapping.
+    #[arg(long)]
+    pub no_pgr: bool,
+    /// No registration and no sphere S_t.
+    #[arg(long)]
+    pub no_reg: bool,
+    /// No retrieved examples in Stage 1.
+    #[arg(long)]
+    pub no_rag: bool,
+    /// No Stage 3: candidates are committed unverified.
+    #[arg(long)]
+    pub no_evf: bool,
+    #[command(flatten)]
+    pub worker: WorkerArgs,
+}
+
+impl ReconstructArgs {
+    pub fn config(&self) -> Result<Config> {
+        let mut config = match &self.config {
+            Some(path) => Config::from_file(path)?,
+            None => Config::default(),
+        };
+        if let Some(p) = &self.prompts {
+            anyhow::ensure!(p.is_dir(), "--prompts {} is not a directory", p.display());
+            config.prompts = Some(p.clone());
+        }
+        if let Some(n) = self.max_steps {
+            config.max_steps = n;
+        }
+        let ab = &mut config.ablations;
+        ab.no_egr |= self.no_egr;
+        ab.no_lcb |= self.no_lcb;
+        ab.no_pgr |= self.no_pgr;
+        ab.no_reg |= self.no_reg;
+        ab.no_rag |= self.no_rag;
+        ab.no_evf |= self.no_evf;
+        config.check()?;
+        Ok(config)
+    }
+}
+
+pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
+    let out = match (&args.out, &args.resume) {
+        (Some(o), Some(r)) if o != r => bail!("--out and --resume name different directories"),
+        (Some(o), _) => o.clone(),
+        (None, Some(r)) => r.clone(),
+        (None, None) => bail!("give --out DIR (or --resume DIR to continue a reconstruction)"),
+    };
+    if let Some(dir) = &args.resume {
+        anyhow::ensure!(dir.join("program.json").is_file(), "--resume {}: there is no program.json to continue from", dir.display());
+    }
+    anyhow::ensure!(args.image.is_file(), "the target image {} does not exist", args.image.display());
+    let config = args.config()?;
+    let mut session = args.worker.session()?;
+    let mut vlm: Box<dyn Vlm> = match args.vlm {
+        Backend::Oracle => {
+            let Some(gt) = &args.gt else {
+                bail!("--vlm oracle needs --gt: a GERD part folder or a program .json (a real image needs a real model server)")
+            };
+            let truth = GroundTruth::load(gt, &mut session).map_err(anyhow::Error::msg)?;
+            Box::new(Oracle::new(truth))
+        }
+        Backend::Scripted => {
+            let Some(script) = &args.script else { bail!("--vlm scripted needs --script FILE") };
+            Box::new(Scripted::from_file(script)?)
+        }
+    };
+    let outcome = reconstruct(&args.image, &out, &config, vlm.as_mut(), &mut session, args.resume.is_some())
+        .with_context(|| format!("reconstruction of {} failed", args.image.display()))?;
+    eprintln!(
+        "{}: {} steps, {}; {} model calls, {} rejections; harness {:.2} s, model {:.2} s; wrote {}/{{model.FCStd, model.step, program.json, trace.jsonl, report.html}}",
+        args.image.display(),
+        outcome.steps,
+        outcome.stop,
+        outcome.calls,
+        outcome.rejections,
+        outcome.timing.harness(),
+        outcome.timing.model,
+        out.display()
+    );
+    Ok(if outcome.failure.is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}

@@ -1,0 +1,218 @@
+//! Image registration (Reg) and the sphere S_t.
+//!
+//! The target image is one picture of the part: its foreground (pixels unlike the
+//! background) gives where the part is and how big it looks. S_t is the target part's
+//! bounding sphere carried into model space: its radius is fixed by the configuration (one
+//! image gives no absolute size), and its centre is refitted after every accepted step, so
+//! that the current model, seen through the registered camera, lies where the target shows
+//! the part. Renders framed on S_t then line up with the target pixel for pixel.
+
+use image::RgbImage;
+use nalgebra::Vector3;
+use serde::Serialize;
+use views::{Options, Scene};
+
+use crate::vlm::Sphere;
+
+/// Size of the silhouettes compared when refitting S_t.
+const FIT_SIZE: u32 = 200;
+/// Fraction of a `views::target` image the framing sphere's diameter fills.
+const TARGET_FILL: f64 = 0.82;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RegisterError {
+    #[error("{path}: no part found in the image: {reason}")]
+    NoPart { path: String, reason: String },
+}
+
+/// The target image and where the part is in it.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub image: RgbImage,
+    mask: Vec<bool>,
+    /// Centre of the part's circumscribed circle, pixels.
+    pub center_px: [f64; 2],
+    /// Its radius, pixels.
+    pub radius_px: f64,
+}
+
+/// The outcome of one registration, for the trace.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Fit {
+    pub sphere: Sphere,
+    /// Silhouette IoU between the current model and the target after the fit.
+    pub overlap: f64,
+    /// The shift found, in pixels of the comparison image.
+    pub shift_px: [i64; 2],
+}
+
+impl Target {
+    /// Find the part: pixels that differ from the border's colour.
+    pub fn analyse(image: RgbImage, path: &str) -> Result<Target, RegisterError> {
+        let (w, h) = image.dimensions();
+        if w < 16 || h < 16 {
+            return Err(RegisterError::NoPart { path: path.into(), reason: format!("the image is only {w}x{h} pixels") });
+        }
+        let mut border: Vec<[u8; 3]> = Vec::new();
+        for x in 0..w {
+            border.push(image.get_pixel(x, 0).0);
+            border.push(image.get_pixel(x, h - 1).0);
+        }
+        for y in 0..h {
+            border.push(image.get_pixel(0, y).0);
+            border.push(image.get_pixel(w - 1, y).0);
+        }
+        let background: [u8; 3] = std::array::from_fn(|c| {
+            let mut v: Vec<u8> = border.iter().map(|p| p[c]).collect();
+            v.sort_unstable();
+            v[v.len() / 2]
+        });
+        let mask: Vec<bool> = image
+            .pixels()
+            .map(|p| (0..3).any(|c| (i32::from(p.0[c]) - i32::from(background[c])).abs() > 24))
+            .collect();
+        let count = mask.iter().filter(|m| **m).count();
+        let fraction = count as f64 / mask.len() as f64;
+        if fraction < 0.002 {
+            return Err(RegisterError::NoPart {
+                path: path.into(),
+                reason: "nothing stands out from the background".into(),
+            });
+        }
+        if fraction > 0.95 {
+            return Err(RegisterError::NoPart {
+                path: path.into(),
+                reason: "the foreground fills the whole image; expected a part on a plain background".into(),
+            });
+        }
+        let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
+        for (i, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
+            let (x, y) = ((i as u32 % w) as f64, (i as u32 / w) as f64);
+            lo = [lo[0].min(x), lo[1].min(y)];
+            hi = [hi[0].max(x + 1.0), hi[1].max(y + 1.0)];
+        }
+        let center_px = [(lo[0] + hi[0]) / 2.0, (lo[1] + hi[1]) / 2.0];
+        let mut radius_px: f64 = 1.0;
+        for (i, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
+            let (x, y) = ((i as u32 % w) as f64 + 0.5, (i as u32 / w) as f64 + 0.5);
+            radius_px = radius_px.max((x - center_px[0]).hypot(y - center_px[1]));
+        }
+        Ok(Target { image, mask, center_px, radius_px })
+    }
+
+    fn is_part(&self, x: f64, y: f64) -> bool {
+        let (w, h) = self.image.dimensions();
+        if x < 0.0 || y < 0.0 || x >= f64::from(w) || y >= f64::from(h) {
+            return false;
+        }
+        self.mask[(y as u32 * w + x as u32) as usize]
+    }
+
+    /// The target's silhouette resampled so that its circle fills `TARGET_FILL` of a
+    /// `FIT_SIZE` square, centred: the frame a `views::target` render of S_t has.
+    fn silhouette(&self) -> Vec<bool> {
+        let n = FIT_SIZE as usize;
+        let k = f64::from(FIT_SIZE) * TARGET_FILL / 2.0 / self.radius_px;
+        let half = f64::from(FIT_SIZE) / 2.0;
+        (0..n * n)
+            .map(|i| {
+                let (x, y) = ((i % n) as f64 + 0.5, (i / n) as f64 + 0.5);
+                self.is_part(self.center_px[0] + (x - half) / k, self.center_px[1] + (y - half) / k)
+            })
+            .collect()
+    }
+}
+
+/// Refit S_t's centre so the current model lines up with the target: the model is drawn
+/// through S_t's camera and shifted, row and column profiles apart, to the offset that
+/// overlaps the target's silhouette most.
+pub fn refit(target: &Target, scene: &Scene, sphere: Sphere, direction: [f64; 3]) -> Fit {
+    let opts = Options { size: FIT_SIZE, direction, sphere: Some((sphere.center, sphere.radius)), ..Options::default() };
+    let view = views::target(scene, &opts);
+    let model: Vec<bool> = view.ids.face.iter().map(|f| *f != views::NO_ENTITY).collect();
+    let goal = target.silhouette();
+    let n = FIT_SIZE as usize;
+    let profile = |mask: &[bool], by_column: bool| -> Vec<f64> {
+        let mut p = vec![0.0; n];
+        for (i, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
+            p[if by_column { i % n } else { i / n }] += 1.0;
+        }
+        p
+    };
+    let best_shift = |m: &[f64], t: &[f64]| -> i64 {
+        let half = (n / 2) as i64;
+        let mut best = (f64::NEG_INFINITY, 0i64);
+        for d in -half..=half {
+            let score: f64 = (0..n as i64)
+                .filter_map(|x| {
+                    let src = x - d;
+                    (0..n as i64).contains(&src).then(|| m[src as usize].min(t[x as usize]))
+                })
+                .sum();
+            if score > best.0 + 1e-9 || ((score - best.0).abs() <= 1e-9 && d.abs() < best.1.abs()) {
+                best = (score, d);
+            }
+        }
+        best.1
+    };
+    let dx = best_shift(&profile(&model, true), &profile(&goal, true));
+    let dy = best_shift(&profile(&model, false), &profile(&goal, false));
+    let (mut inter, mut union) = (0usize, 0usize);
+    for y in 0..n as i64 {
+        for x in 0..n as i64 {
+            let (sx, sy) = (x - dx, y - dy);
+            let m = (0..n as i64).contains(&sx) && (0..n as i64).contains(&sy) && model[(sy * n as i64 + sx) as usize];
+            let t = goal[(y * n as i64 + x) as usize];
+            inter += usize::from(m && t);
+            union += usize::from(m || t);
+        }
+    }
+    let ppu = f64::from(FIT_SIZE) * TARGET_FILL / 2.0 / sphere.radius;
+    let camera = &view.meta.camera;
+    let center = Vector3::from(sphere.center) - Vector3::from(camera.right) * (dx as f64 / ppu)
+        + Vector3::from(camera.up) * (dy as f64 / ppu);
+    Fit {
+        sphere: Sphere { center: center.into(), radius: sphere.radius },
+        overlap: if union == 0 { 0.0 } else { inter as f64 / union as f64 },
+        shift_px: [dx, dy],
+    }
+}
+
+/// Draw S_t's outline: a dashed circle of `radius_px` around `center_px`.
+pub fn draw_sphere(image: &mut RgbImage, center_px: [f64; 2], radius_px: f64) {
+    let steps = (radius_px * 2.0 * std::f64::consts::PI).ceil().max(16.0) as usize;
+    let (w, h) = image.dimensions();
+    for k in 0..steps {
+        if (k / 6) % 2 == 1 {
+            continue;
+        }
+        let a = k as f64 / steps as f64 * std::f64::consts::TAU;
+        let (x, y) = (center_px[0] + radius_px * a.cos(), center_px[1] + radius_px * a.sin());
+        if x >= 0.0 && y >= 0.0 && x < f64::from(w) && y < f64::from(h) {
+            image.put_pixel(x as u32, y as u32, image::Rgb([70, 110, 190]));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blank_image_has_no_part_and_a_disc_is_found() {
+        let blank = RgbImage::from_pixel(100, 100, image::Rgb([255, 255, 255]));
+        let err = Target::analyse(blank, "blank.png").expect_err("nothing there");
+        assert!(err.to_string().contains("blank.png"), "{err}");
+        let mut disc = RgbImage::from_pixel(100, 100, image::Rgb([255, 255, 255]));
+        for y in 0..100u32 {
+            for x in 0..100u32 {
+                if (f64::from(x) + 0.5 - 60.0).hypot(f64::from(y) + 0.5 - 40.0) < 20.0 {
+                    disc.put_pixel(x, y, image::Rgb([140, 140, 138]));
+                }
+            }
+        }
+        let t = Target::analyse(disc, "disc.png").expect("a part");
+        assert!((t.center_px[0] - 60.0).abs() < 1.0 && (t.center_px[1] - 40.0).abs() < 1.0);
+        assert!((t.radius_px - 20.0).abs() < 1.5, "{}", t.radius_px);
+    }
+}

@@ -1,0 +1,188 @@
+//! Stage 1: the next operation and the existing geometry it builds on, named by ID (EGR)
+//! or, with EGR off, by selectors the harness resolves.
+
+use freecad_bridge::command::EntityId;
+use freecad_bridge::{Command, ModelState};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::selectors;
+
+/// Stage 1's answer: the command and the new sketches it needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sketches: Vec<SketchPlan>,
+    /// One command of the language other than `sketch`, lengths in model units.
+    pub command: Value,
+}
+
+/// A new sketch and the plane it lies on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SketchPlan {
+    pub name: String,
+    pub on: String,
+}
+
+impl Plan {
+    /// One line for prompts and reports: `extrude (add) of S3 on F6`.
+    pub fn describe(&self) -> String {
+        let op = self.command["op"].as_str().unwrap_or("?");
+        let mode = self.command["mode"].as_str().map(|m| format!(" ({m})")).unwrap_or_default();
+        let sketches: Vec<String> = self.sketches.iter().map(|s| format!("{} on {}", s.name, s.on)).collect();
+        if sketches.is_empty() { format!("{op}{mode}") } else { format!("{op}{mode} of {}", sketches.join(", ")) }
+    }
+
+    pub fn is_end(&self) -> bool {
+        self.command["op"] == "end"
+    }
+}
+
+/// Resolve a reference string: a selector becomes the IDs it names; an ID is refused when
+/// IDs are not shown (no-EGR); anything else (base planes, sketch names, `S1.v_axis`) stays.
+pub fn resolve_reference(text: &str, state: &ModelState, no_egr: bool) -> Result<Vec<String>, String> {
+    if selectors::is_selector(text) {
+        // `(edge circle highest +Z).center`: a point of the selected edge.
+        if let Some(body) = text.trim().strip_prefix('(')
+            && let Some((inner, pos)) = body.rsplit_once(").")
+        {
+            let ids = selectors::resolve(inner, state)?;
+            if ids.len() != 1 {
+                return Err(format!("'{text}' must name one entity"));
+            }
+            return Ok(vec![format!("{}.{pos}", ids[0])]);
+        }
+        return selectors::resolve(text, state);
+    }
+    let head = text.split('.').next().unwrap_or(text);
+    if no_egr && head.parse::<EntityId>().is_ok() {
+        return Err(format!("'{text}': IDs are not shown in this run; name the entity with a selector"));
+    }
+    Ok(vec![text.to_string()])
+}
+
+fn resolve_single(v: &mut Value, state: &ModelState, no_egr: bool) -> Result<(), String> {
+    if let Some(text) = v.as_str() {
+        let ids = resolve_reference(text, state, no_egr)?;
+        if ids.len() != 1 {
+            return Err(format!("'{text}' names {} entities where one is needed", ids.len()));
+        }
+        *v = Value::String(ids[0].clone());
+    }
+    Ok(())
+}
+
+fn resolve_list(v: &mut Value, state: &ModelState, no_egr: bool) -> Result<(), String> {
+    if let Some(items) = v.as_array() {
+        let mut out = Vec::new();
+        for item in items {
+            match item.as_str() {
+                Some(text) => out.extend(resolve_reference(text, state, no_egr)?.into_iter().map(Value::String)),
+                None => out.push(item.clone()),
+            }
+        }
+        *v = Value::Array(out);
+    }
+    Ok(())
+}
+
+/// Resolve every reference of a command (JSON) in place.
+pub fn resolve_command(command: &mut Value, state: &ModelState, no_egr: bool) -> Result<(), String> {
+    if let Some(on) = command.get_mut("on") {
+        resolve_single(on, state, no_egr)?;
+    }
+    if let Some(axis) = command.get_mut("axis") {
+        resolve_single(axis, state, no_egr)?;
+    }
+    if let Some(edges) = command.get_mut("edges") {
+        resolve_list(edges, state, no_egr)?;
+    }
+    if let Some(edges) = command.get_mut("path").and_then(|p| p.get_mut("edges")) {
+        resolve_list(edges, state, no_egr)?;
+    }
+    match command.get_mut("rotation") {
+        Some(Value::Array(list)) => {
+            for r in list {
+                if let Some(axis) = r.get_mut("axis") {
+                    resolve_single(axis, state, no_egr)?;
+                }
+            }
+        }
+        Some(r) => {
+            if let Some(axis) = r.get_mut("axis") {
+                resolve_single(axis, state, no_egr)?;
+            }
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+/// Check a plan against the model: references resolve, the command parses, names are new,
+/// and the sketches it uses exist or are being drawn. Returns the plan with references
+/// resolved to IDs and the command.
+pub fn interpret(mut plan: Plan, state: &ModelState, history: &[Command], no_egr: bool) -> Result<(Plan, Command), String> {
+    if plan.command["op"] == "sketch" {
+        return Err("a sketch is not a command of its own here: list it in `sketches` and use it in the command".into());
+    }
+    let existing: Vec<String> = history
+        .iter()
+        .filter_map(|c| match c {
+            Command::Sketch(s) => Some(s.name.clone()),
+            Command::Plane(p) => Some(p.name.clone()),
+            _ => None,
+        })
+        .collect();
+    for s in plan.sketches.iter_mut() {
+        if existing.contains(&s.name) {
+            return Err(format!("the name {} is taken; new sketches need new names", s.name));
+        }
+        let mut on = Value::String(s.on.clone());
+        resolve_single(&mut on, state, no_egr).map_err(|e| format!("sketch {}: {e}", s.name))?;
+        s.on = on.as_str().unwrap_or_default().to_string();
+    }
+    let mut dupes = plan.sketches.iter().map(|s| &s.name).collect::<Vec<_>>();
+    dupes.sort();
+    if dupes.windows(2).any(|w| w[0] == w[1]) {
+        return Err("two new sketches have the same name".into());
+    }
+    resolve_command(&mut plan.command, state, no_egr)?;
+    let command: Command =
+        serde_json::from_value(plan.command.clone()).map_err(|e| format!("the command does not parse: {e}"))?;
+    if let Command::Plane(p) = &command
+        && existing.contains(&p.name)
+    {
+        return Err(format!("the name {} is taken; a new plane needs a new name", p.name));
+    }
+    let new: Vec<&str> = plan.sketches.iter().map(|s| s.name.as_str()).collect();
+    for used in sketches_used(&command) {
+        if !new.contains(&used.as_str()) && !existing.contains(&used) {
+            return Err(format!("the command uses sketch {used}, which neither exists nor is listed in `sketches`"));
+        }
+    }
+    Ok((plan, command))
+}
+
+/// The sketches a command consumes (profiles, paths, a sketch axis).
+pub fn sketches_used(command: &Command) -> Vec<String> {
+    match command {
+        Command::Extrude(e) => vec![e.profile.clone()],
+        Command::Revolve(r) => {
+            let mut v = vec![r.profile.clone()];
+            if let Some((sketch, _)) = r.axis.split_once('.') {
+                v.push(sketch.to_string());
+            }
+            v
+        }
+        Command::Sweep(s) => {
+            let mut v = vec![s.profile.clone()];
+            if let freecad_bridge::command::SweepPath::Sketch(p) = &s.path {
+                v.push(p.clone());
+            }
+            v
+        }
+        Command::Loft(l) => l.profiles.clone(),
+        _ => Vec::new(),
+    }
+}

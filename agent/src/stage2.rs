@@ -1,0 +1,161 @@
+//! Stage 2: one sketch drawn in view coordinates on the sketch view, turned into a sketch
+//! command in the plane's local frame (LCB), tied to projected geometry (PGR).
+
+use freecad_bridge::ModelState;
+use freecad_bridge::command::{Constraint, Primitive, Sketch};
+use serde::Deserialize;
+use serde_json::Value;
+use views::SketchMeta;
+
+use crate::config::Config;
+use crate::lcb;
+use crate::pgr::{self, Snapped};
+use crate::stage1::resolve_reference;
+
+/// How far outside the [0,1] grid a point may lie under registration (view units).
+pub const GRID_SLACK: f64 = 0.5;
+
+/// Stage 2's answer.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Drawing {
+    pub primitives: Vec<Value>,
+    #[serde(default)]
+    pub constraints: Vec<Value>,
+    #[serde(default)]
+    pub parameters: Parameters,
+}
+
+/// Revised feature parameters: lengths in the drawing's units, angles in degrees.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+pub struct Parameters {
+    pub depth: Option<f64>,
+    pub depth2: Option<f64>,
+    pub angle: Option<f64>,
+}
+
+/// How the drawing's numbers become sketch coordinates.
+struct Units<'a> {
+    meta: &'a SketchMeta,
+    /// LCB on: view coordinates; off: local coordinates already.
+    view: bool,
+    /// Registration on: points must stay near the grid.
+    bounded: bool,
+}
+
+impl Units<'_> {
+    fn point(&self, v: &Value, what: &str) -> Result<[f64; 2], String> {
+        let p: [f64; 2] = serde_json::from_value(v.clone()).map_err(|_| format!("{what} must be [x, y]"))?;
+        if !p.iter().all(|x| x.is_finite()) {
+            return Err(format!("{what} is not a finite point"));
+        }
+        if !self.view {
+            return Ok(p);
+        }
+        if self.bounded && p.iter().any(|x| !(-GRID_SLACK..=1.0 + GRID_SLACK).contains(x)) {
+            return Err(format!(
+                "{what} ({}, {}) is outside the sketch window: view coordinates run from 0 to 1 (at most {GRID_SLACK} beyond)",
+                p[0], p[1]
+            ));
+        }
+        Ok(lcb::view_to_local(self.meta, p))
+    }
+
+    fn length(&self, x: f64) -> f64 {
+        if self.view { lcb::length_to_local(self.meta, x) } else { x }
+    }
+}
+
+/// The sketch command for a drawing, and what snapping added.
+pub fn to_sketch(
+    drawing: &Drawing,
+    name: &str,
+    on: &str,
+    meta: &SketchMeta,
+    state: &ModelState,
+    config: &Config,
+) -> Result<(Sketch, Snapped), String> {
+    let ab = config.ablations;
+    let units = Units { meta, view: !ab.no_lcb, bounded: !ab.no_reg };
+    let mut primitives = Vec::new();
+    for (i, p) in drawing.primitives.iter().enumerate() {
+        let what = |field: &str| format!("primitives[{i}].{field}");
+        let get = |field: &str| p.get(field).ok_or_else(|| format!("{} is missing", what(field)));
+        let construction = p.get("construction").and_then(Value::as_bool).unwrap_or(false);
+        let primitive = match p["type"].as_str() {
+            Some("line") => Primitive::Line {
+                start: units.point(get("start")?, &what("start"))?,
+                end: units.point(get("end")?, &what("end"))?,
+                construction,
+            },
+            Some("arc") => Primitive::Arc {
+                start: units.point(get("start")?, &what("start"))?,
+                mid: units.point(get("mid")?, &what("mid"))?,
+                end: units.point(get("end")?, &what("end"))?,
+                construction,
+            },
+            Some("circle") => {
+                let r = get("radius")?.as_f64().filter(|r| r.is_finite() && *r > 0.0);
+                Primitive::Circle {
+                    center: units.point(get("center")?, &what("center"))?,
+                    radius: units.length(r.ok_or_else(|| format!("{} must be a positive number", what("radius")))?),
+                    construction,
+                }
+            }
+            other => return Err(format!("primitives[{i}].type {other:?} is not line, arc or circle")),
+        };
+        primitives.push(primitive);
+    }
+    let mut constraints = Vec::new();
+    for (i, c) in drawing.constraints.iter().enumerate() {
+        let mut c = c.clone();
+        for key in ["a", "b", "point", "object", "curve", "line"] {
+            let Some(text) = c.get(key).and_then(Value::as_str).map(str::to_string) else { continue };
+            let ids = resolve_reference(&text, state, ab.no_egr).map_err(|e| format!("constraints[{i}].{key}: {e}"))?;
+            let [id] = ids.as_slice() else {
+                return Err(format!("constraints[{i}].{key}: '{text}' names {} entities where one is needed", ids.len()));
+            };
+            if ab.no_pgr && (id.starts_with('E') || id.starts_with('V')) {
+                return Err(format!(
+                    "constraints[{i}].{key}: '{text}' is existing geometry; this run does not tie sketches to it"
+                ));
+            }
+            c[key] = Value::String(id.clone());
+        }
+        if let Some(v) = c.get("value").and_then(Value::as_f64) {
+            c["value"] = units.length(v).into();
+        }
+        let parsed: Constraint = serde_json::from_value(c).map_err(|e| format!("constraints[{i}]: {e}"))?;
+        constraints.push(parsed);
+    }
+    let mut sketch =
+        Sketch { name: name.into(), on: on.into(), primitives, constraints, auto_coincident: true };
+    let snapped = if ab.no_pgr {
+        Snapped::default()
+    } else {
+        let tolerance = if ab.no_lcb { config.snap_tolerance * meta.window.size } else { units.length(config.snap_tolerance) };
+        pgr::snap(&mut sketch, &meta.frame, state, tolerance)
+    };
+    Ok((sketch, snapped))
+}
+
+/// Apply revised parameters to the command (JSON), converting lengths.
+pub fn apply_parameters(command: &mut Value, p: &Parameters, meta: &SketchMeta, view_units: bool) {
+    let length = |x: f64| if view_units { lcb::length_to_local(meta, x) } else { x };
+    if let Some(extent) = command.get_mut("extent") {
+        if let Some(d) = p.depth
+            && extent.get("depth").is_some()
+        {
+            extent["depth"] = length(d).into();
+        }
+        if let Some(d) = p.depth2
+            && extent.get("depth2").is_some()
+        {
+            extent["depth2"] = length(d).into();
+        }
+    }
+    if let Some(a) = p.angle
+        && command.get("angle").is_some()
+    {
+        command["angle"] = a.into();
+    }
+}

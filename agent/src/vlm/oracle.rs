@@ -1,0 +1,412 @@
+//! The oracle: answers every stage as a perfect model would for a part whose program is
+//! known.
+//!
+//! It holds the ground truth (a program and the entity table before and after each of its
+//! commands) and reads everything else from the request, as a model would from the text and
+//! the pictures: the current entity table, the sketch view's exact maps, S_t, the preview's
+//! state. It finds the ground truth's entities in the current model by geometric signature,
+//! never by assuming IDs are equal; it gives view coordinates rounded to 4 decimals; it ties
+//! sketches to projected geometry exactly where the ground truth has constraints; and it
+//! honours the ablations as faithfully as a model could (selectors under no-EGR, no ties
+//! under no-PGR, the prompt's frame conventions under no-LCB).
+//!
+//! One image gives no absolute size: the oracle builds the part at the scale that makes its
+//! bounding sphere S_t's size, `s = S_t radius / ground-truth bounding radius`, about the
+//! origin, so sketches on base planes stay on base planes.
+
+use std::path::Path;
+
+use freecad_bridge::command::Primitive;
+use freecad_bridge::{Command, ModelState, Program, Session};
+use gerd::record::{Signature, signature};
+use nalgebra::Vector3;
+use serde_json::{Value, json};
+
+use super::{Context, Reply, Request, Stage, Vlm, VlmError};
+use crate::lcb::{conventional_frame, world_to_local};
+use crate::selectors;
+use crate::stage1::sketches_used;
+
+/// A program and its entity tables: `states[k]` before command `k`, `states[k + 1]` after.
+#[derive(Debug, Clone)]
+pub struct GroundTruth {
+    pub program: Program,
+    pub states: Vec<ModelState>,
+}
+
+impl GroundTruth {
+    /// A GERD part folder (its `part.json`) or a program `.json`, executed in `session`.
+    pub fn load(path: &Path, session: &mut Session) -> Result<GroundTruth, String> {
+        let record = if path.is_dir() { Some(path.join(gerd::record::PART_JSON)) } else { None };
+        if let Some(part) = record {
+            let r = gerd::record::read_part(path).map_err(|e| format!("{}: {e}", part.display()))?;
+            if r.states.len() != r.program.commands.len() + 1 {
+                return Err(format!("{}: states do not match the program's commands", part.display()));
+            }
+            return Ok(GroundTruth { program: r.program, states: r.states });
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let program = freecad_bridge::parse_program(&text)
+            .map_err(|e| format!("{} is not a valid program: {e}", path.display()))?;
+        Self::execute(program, session).map_err(|e| format!("the ground truth {} does not execute: {e}", path.display()))
+    }
+
+    /// Execute a program from an empty document, recording every state.
+    pub fn execute(program: Program, session: &mut Session) -> Result<GroundTruth, String> {
+        session.reset().map_err(|e| e.to_string())?;
+        let mut states = vec![session.state().clone()];
+        for (i, c) in program.commands.iter().enumerate() {
+            session.execute(c).map_err(|e| format!("step {i} ({}): {e}", c.op()))?;
+            states.push(session.state().clone());
+        }
+        if states.last().is_none_or(|s| s.empty) {
+            return Err("it builds no solid".into());
+        }
+        session.reset().map_err(|e| e.to_string())?;
+        Ok(GroundTruth { program, states })
+    }
+}
+
+/// One operation of the ground truth: the sketches its feature consumes, then the feature.
+#[derive(Debug, Clone)]
+struct GtStep {
+    sketches: Vec<usize>,
+    feature: usize,
+}
+
+#[derive(Debug)]
+pub struct Oracle {
+    gt: GroundTruth,
+    steps: Vec<GtStep>,
+    /// The ground truth's bounding radius (half its box diagonal).
+    radius: f64,
+}
+
+fn no_answer(reason: impl Into<String>) -> VlmError {
+    VlmError::NoAnswer { backend: "oracle".into(), reason: reason.into() }
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
+impl Oracle {
+    pub fn new(gt: GroundTruth) -> Oracle {
+        let mut steps = Vec::new();
+        let mut pending: Vec<usize> = Vec::new();
+        for (i, c) in gt.program.commands.iter().enumerate() {
+            match c {
+                Command::Sketch(_) => pending.push(i),
+                Command::End => break,
+                feature => {
+                    let used = sketches_used(feature);
+                    let mut sketches = Vec::new();
+                    pending.retain(|&k| {
+                        let take = matches!(&gt.program.commands[k], Command::Sketch(s) if used.contains(&s.name));
+                        if take {
+                            sketches.push(k);
+                        }
+                        !take
+                    });
+                    steps.push(GtStep { sketches, feature: i });
+                }
+            }
+        }
+        let radius = gt.states.last().and_then(|s| s.bbox).map_or(1.0, |b| b.diagonal() / 2.0).max(1e-12);
+        Oracle { gt, steps, radius }
+    }
+
+    /// Operations the ground truth takes (END excluded).
+    pub fn step_count(&self) -> usize {
+        self.steps.len()
+    }
+
+    fn scale(&self, ctx: &Context) -> f64 {
+        ctx.sphere.radius / self.radius
+    }
+
+    /// The current model's entity with the ground-truth entity's geometry, as the run names
+    /// entities: an ID, or a selector under no-EGR.
+    fn find(&self, id: &str, gt_state: &ModelState, ctx: &Context) -> Result<String, VlmError> {
+        let (head, tail) = match id.split_once('.') {
+            Some((h, t)) => (h, Some(t)),
+            None => (id, None),
+        };
+        let sig = signature(gt_state, head).ok_or_else(|| no_answer(format!("the ground truth has no {head}")))?;
+        let found = matching(&sig, &ctx.state, self.scale(ctx))
+            .ok_or_else(|| no_answer(format!("no entity of the current model matches the ground truth's {head}")))?;
+        let name = if ctx.ablations.no_egr {
+            let selector = selectors::find(&ctx.state, &found)
+                .ok_or_else(|| no_answer(format!("no selector names {found} (the ground truth's {head}) uniquely")))?;
+            if tail.is_some() { format!("({selector})") } else { selector }
+        } else {
+            found
+        };
+        Ok(match tail {
+            Some(t) => format!("{name}.{t}"),
+            None => name,
+        })
+    }
+
+    fn stage1(&self, ctx: &Context) -> Result<Value, VlmError> {
+        let Some(step) = self.steps.get(ctx.steps_done) else {
+            return Ok(json!({"reason": "the model matches the target", "command": {"op": "end"}}));
+        };
+        let s = self.scale(ctx);
+        let mut sketches = Vec::new();
+        for &k in &step.sketches {
+            let Command::Sketch(sk) = &self.gt.program.commands[k] else { continue };
+            let on = if is_entity(&sk.on) { self.find(&sk.on, &self.gt.states[k], ctx)? } else { sk.on.clone() };
+            sketches.push(json!({"name": sk.name, "on": on}));
+        }
+        let before = &self.gt.states[step.feature];
+        let mut command = serde_json::to_value(&self.gt.program.commands[step.feature])
+            .map_err(|e| no_answer(e.to_string()))?;
+        let scale_len = |v: &mut Value| {
+            if let Some(x) = v.as_f64() {
+                *v = round4(x * s).into();
+            }
+        };
+        if let Some(extent) = command.get_mut("extent") {
+            for key in ["depth", "depth2"] {
+                if let Some(v) = extent.get_mut(key) {
+                    scale_len(v);
+                }
+            }
+        }
+        for key in ["radius", "size", "offset"] {
+            if let Some(v) = command.get_mut(key) {
+                scale_len(v);
+            }
+        }
+        if let Some(Value::Array(at)) = command.get_mut("at") {
+            at.iter_mut().for_each(scale_len);
+        }
+        for key in ["on", "axis"] {
+            if let Some(text) = command.get(key).and_then(Value::as_str).map(str::to_string)
+                && is_entity(&text)
+            {
+                command[key] = self.find(&text, before, ctx)?.into();
+            }
+        }
+        for path in ["/edges", "/path/edges"] {
+            if let Some(Value::Array(items)) = command.pointer_mut(path) {
+                for item in items.iter_mut() {
+                    if let Some(text) = item.as_str().map(str::to_string) {
+                        *item = self.find(&text, before, ctx)?.into();
+                    }
+                }
+            }
+        }
+        if let Some(rotation) = command.get_mut("rotation") {
+            let items: Vec<&mut Value> = match rotation {
+                Value::Array(list) => list.iter_mut().collect(),
+                one => vec![one],
+            };
+            for r in items {
+                if let Some(text) = r.get("axis").and_then(Value::as_str).map(str::to_string)
+                    && is_entity(&text)
+                {
+                    r["axis"] = self.find(&text, before, ctx)?.into();
+                }
+            }
+        }
+        let op = self.gt.program.commands[step.feature].op();
+        let mut answer = json!({"reason": format!("step {} of the target: {op}", ctx.steps_done + 1), "command": command});
+        if !sketches.is_empty() {
+            answer["sketches"] = Value::Array(sketches);
+        }
+        Ok(answer)
+    }
+
+    fn stage2(&self, ctx: &Context) -> Result<Value, VlmError> {
+        let request = ctx.sketch.as_ref().ok_or_else(|| no_answer("a Stage 2 request without a sketch"))?;
+        let step = self.steps.get(ctx.steps_done).ok_or_else(|| no_answer("the ground truth has no such step"))?;
+        let (k, sketch) = step
+            .sketches
+            .iter()
+            .find_map(|&k| match &self.gt.program.commands[k] {
+                Command::Sketch(s) if s.name == request.name => Some((k, s)),
+                _ => None,
+            })
+            .ok_or_else(|| no_answer(format!("the ground truth draws no sketch {} at this step", request.name)))?;
+        let gt_frame = self.gt.states[k + 1]
+            .feature(&sketch.name)
+            .and_then(|f| f.frame.clone())
+            .ok_or_else(|| no_answer(format!("the ground truth's state has no frame for {}", sketch.name)))?;
+        let s = self.scale(ctx);
+        let meta = &request.meta;
+        let lcb = !ctx.ablations.no_lcb;
+        let convention = conventional_frame(&request.on, &meta.frame);
+        let point = |u: f64, v: f64| -> Value {
+            let w = gt_frame.to_global(u, v).map(|x| x * s);
+            let p = if lcb { meta.world_to_view(w) } else { world_to_local(&convention, w) };
+            json!([round4(p[0]), round4(p[1])])
+        };
+        let length = |l: f64| if lcb { round4(l * s / meta.window.size) } else { round4(l * s) };
+        let primitives: Vec<Value> = sketch
+            .primitives
+            .iter()
+            .map(|p| {
+                let (mut v, construction) = match p {
+                    Primitive::Line { start, end, construction } => {
+                        (json!({"type": "line", "start": point(start[0], start[1]), "end": point(end[0], end[1])}), *construction)
+                    }
+                    Primitive::Arc { start, mid, end, construction } => (
+                        json!({"type": "arc", "start": point(start[0], start[1]), "mid": point(mid[0], mid[1]), "end": point(end[0], end[1])}),
+                        *construction,
+                    ),
+                    Primitive::CenterArc { center, radius, start_angle, end_angle, construction } => {
+                        let mut end_angle = *end_angle;
+                        while end_angle <= *start_angle {
+                            end_angle += 360.0;
+                        }
+                        let at = |a: f64| {
+                            let r = a.to_radians();
+                            point(center[0] + radius * r.cos(), center[1] + radius * r.sin())
+                        };
+                        (
+                            json!({"type": "arc", "start": at(*start_angle), "mid": at((start_angle + end_angle) / 2.0), "end": at(end_angle)}),
+                            *construction,
+                        )
+                    }
+                    Primitive::Circle { center, radius, construction } => {
+                        (json!({"type": "circle", "center": point(center[0], center[1]), "radius": length(*radius)}), *construction)
+                    }
+                };
+                if construction {
+                    v["construction"] = true.into();
+                }
+                v
+            })
+            .collect();
+        let mut constraints = Vec::new();
+        'constraints: for c in &sketch.constraints {
+            let mut v = serde_json::to_value(c).map_err(|e| no_answer(e.to_string()))?;
+            for key in ["a", "b", "point", "object", "curve", "line"] {
+                let Some(text) = v.get(key).and_then(Value::as_str).map(str::to_string) else { continue };
+                if is_entity(text.split('.').next().unwrap_or("")) {
+                    if ctx.ablations.no_pgr {
+                        continue 'constraints;
+                    }
+                    v[key] = self.find(&text, &self.gt.states[k], ctx)?.into();
+                }
+            }
+            if let Some(x) = v.get("value").and_then(Value::as_f64) {
+                v["value"] = length(x).into();
+            }
+            constraints.push(v);
+        }
+        let mut answer = json!({"primitives": primitives});
+        if !constraints.is_empty() {
+            answer["constraints"] = Value::Array(constraints);
+        }
+        Ok(answer)
+    }
+
+    fn stage3(&self, ctx: &Context) -> Result<Value, VlmError> {
+        let candidate = ctx.preview.as_ref().ok_or_else(|| no_answer("a Stage 3 request without a preview"))?;
+        let step = self.steps.get(ctx.steps_done).ok_or_else(|| no_answer("the ground truth has no such step"))?;
+        let expected = &self.gt.states[step.feature + 1];
+        let s = self.scale(ctx);
+        let mut reasons = Vec::new();
+        let volume = expected.volume * s.powi(3);
+        if (candidate.volume - volume).abs() > 2e-3 * volume.max(1e-12) {
+            reasons.push(format!("the volume would be {:.3}, the target's at this step is {:.3}", candidate.volume, volume));
+        }
+        let diagonal = 2.0 * ctx.sphere.radius;
+        if let (Some(a), Some(b)) = (candidate.bbox, expected.bbox) {
+            let off = (0..3).any(|i| {
+                (a.min[i] - b.min[i] * s).abs() > 2e-3 * diagonal || (a.max[i] - b.max[i] * s).abs() > 2e-3 * diagonal
+            });
+            if off {
+                reasons.push("the part's extent differs from the target's at this step".into());
+            }
+        }
+        if candidate.faces.len() != expected.faces.len() {
+            reasons.push(format!("{} faces where the target has {}", candidate.faces.len(), expected.faces.len()));
+        }
+        let verdict = if reasons.is_empty() { "accept" } else { "reject" };
+        if reasons.is_empty() {
+            reasons.push("matches the target at this step".into());
+        }
+        Ok(json!({"verdict": verdict, "reasons": reasons}))
+    }
+}
+
+fn is_entity(text: &str) -> bool {
+    text.parse::<freecad_bridge::command::EntityId>().is_ok()
+}
+
+/// The entity of `state` with the signature's geometry scaled by `s`.
+fn matching(sig: &Signature, state: &ModelState, s: f64) -> Option<String> {
+    let diagonal = state.bbox.map_or(1.0, |b| b.diagonal()).max(1e-12);
+    let tolerance = 2e-3 * diagonal;
+    let dist = |a: [f64; 3], b: [f64; 3]| (Vector3::from(a) - Vector3::from(b) * s).norm();
+    let opt = |a: Option<[f64; 3]>, b: Option<[f64; 3]>| match (a, b) {
+        (Some(a), Some(b)) => dist(a, b),
+        (None, None) => 0.0,
+        _ => f64::INFINITY,
+    };
+    let best = |scores: Vec<(f64, String)>| {
+        scores.into_iter().filter(|(d, _)| *d <= tolerance).min_by(|a, b| a.0.total_cmp(&b.0)).map(|(_, id)| id)
+    };
+    match sig {
+        Signature::Face { kind, centroid, area, normal, .. } => {
+            let same_kind = state.faces.iter().filter(|f| f.kind == *kind);
+            let scored: Vec<(f64, String)> = same_kind
+                .clone()
+                .map(|f| {
+                    let area_off = (f.area - area * s * s).abs() / (area * s * s).max(1e-12);
+                    let normal_off = opt(f.normal, *normal);
+                    let d = dist(f.centroid, *centroid) + if area_off > 1e-2 || normal_off > 1e-3 { f64::INFINITY } else { 0.0 };
+                    (d, f.id.clone())
+                })
+                .collect();
+            best(scored).or_else(|| {
+                // A planar face that an earlier feature reshaped: the same plane.
+                let n = Vector3::from((*normal)?);
+                let offset = Vector3::from(*centroid).dot(&n) * s;
+                let coplanar: Vec<(f64, String)> = same_kind
+                    .filter(|f| f.normal.is_some_and(|m| (Vector3::from(m) - n).norm() < 1e-6))
+                    .filter(|f| (Vector3::from(f.centroid).dot(&n) - offset).abs() <= tolerance)
+                    .map(|f| (dist(f.centroid, *centroid), f.id.clone()))
+                    .collect();
+                coplanar.into_iter().min_by(|a, b| a.0.total_cmp(&b.0)).map(|(_, id)| id)
+            })
+        }
+        Signature::Edge { kind, start, end, midpoint, center, radius } => best(
+            state
+                .edges
+                .iter()
+                .filter(|e| e.kind == *kind)
+                .map(|e| {
+                    let ends = (opt(e.start, *start) + opt(e.end, *end)).min(opt(e.start, *end) + opt(e.end, *start));
+                    let r = match (e.radius, radius) {
+                        (Some(a), Some(b)) => (a - b * s).abs(),
+                        _ => 0.0,
+                    };
+                    (ends + opt(e.midpoint, *midpoint) + opt(e.center, *center) + r, e.id.clone())
+                })
+                .collect(),
+        ),
+        Signature::Vertex { point } => {
+            best(state.vertices.iter().map(|v| (dist(v.point, *point), v.id.clone())).collect())
+        }
+    }
+}
+
+impl Vlm for Oracle {
+    fn name(&self) -> String {
+        "oracle".into()
+    }
+
+    fn answer(&mut self, request: &Request) -> Result<Reply, VlmError> {
+        let answer = match request.stage {
+            Stage::Stage1 => self.stage1(&request.context)?,
+            Stage::Stage2 => self.stage2(&request.context)?,
+            Stage::Stage3 => self.stage3(&request.context)?,
+        };
+        Ok(Reply { text: answer.to_string(), usage: None })
+    }
+}
