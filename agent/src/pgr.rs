@@ -58,6 +58,17 @@ pub fn snap(sketch: &mut Sketch, frame: &Frame, state: &ModelState, tolerance: f
         .filter_map(|e| e.center.map(|c| (e.id.clone(), world_to_local(frame, c), e.midpoint.is_some_and(in_plane))))
         .collect();
     centers.sort_by_key(|c| !c.2);
+    let mut lines: Vec<(String, [f64; 2], [f64; 2], bool)> = state
+        .edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Line)
+        .filter_map(|e| {
+            let (a, b) = (e.start?, e.end?);
+            Some((e.id.clone(), world_to_local(frame, a), world_to_local(frame, b), in_plane(a) && in_plane(b)))
+        })
+        .filter(|(_, a, b, _)| (a[0] - b[0]).hypot(a[1] - b[1]) > tolerance)
+        .collect();
+    lines.sort_by_key(|l| !l.3);
     let near = |a: [f64; 2], b: [f64; 2]| (a[0] - b[0]).hypot(a[1] - b[1]) <= tolerance;
     let mut done: Vec<[f64; 2]> = Vec::new();
     let count = sketch.primitives.len();
@@ -82,6 +93,17 @@ pub fn snap(sketch: &mut Sketch, frame: &Frame, state: &ModelState, tolerance: f
                 done.push(point);
                 continue;
             }
+            if pos != PointPos::Center
+                && let Some((id, target)) = lines.iter().find_map(|(id, a, b, _)| on_segment(point, *a, *b, tolerance).map(|t| (id, t)))
+            {
+                move_point(&mut sketch.primitives, point, target);
+                let edge: EntityId = id.parse().expect("state IDs parse");
+                sketch.constraints.push(Constraint::PointOnObject { point: reference, object: CurveRef::Edge(edge) });
+                snapped.constraints.push(format!("{reference} on {id}"));
+                done.push(target);
+                done.push(point);
+                continue;
+            }
             if pos == PointPos::Center
                 && let Some((id, target, _)) = centers.iter().find(|c| near(c.1, point))
             {
@@ -93,6 +115,19 @@ pub fn snap(sketch: &mut Sketch, frame: &Frame, state: &ModelState, tolerance: f
         }
     }
     snapped
+}
+
+/// The foot of `p` on segment `a`-`b` when it lies within `tolerance` of it.
+fn on_segment(p: [f64; 2], a: [f64; 2], b: [f64; 2], tolerance: f64) -> Option<[f64; 2]> {
+    let d = [b[0] - a[0], b[1] - a[1]];
+    let len2 = d[0] * d[0] + d[1] * d[1];
+    let t = ((p[0] - a[0]) * d[0] + (p[1] - a[1]) * d[1]) / len2;
+    let slack = tolerance / len2.sqrt();
+    if !(-slack..=1.0 + slack).contains(&t) {
+        return None;
+    }
+    let foot = [a[0] + t * d[0], a[1] + t * d[1]];
+    ((foot[0] - p[0]).hypot(foot[1] - p[1]) <= tolerance).then_some(foot)
 }
 
 /// Own points that a model's constraint already ties to existing geometry.
