@@ -1,0 +1,340 @@
+//! The three-stage loop end to end, against a real FreeCAD: the oracle rebuilds every
+//! example program and generated GERD parts; ablations change the requests; the scripted
+//! backend drives rejections, the retry bound and failures; resume and a killed worker.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command as Process;
+
+use common::{binary, example_path, repo_root};
+use serde_json::Value;
+
+/// Render a program's target image into `dir`.
+fn target_image(program: &Path, dir: &Path) -> PathBuf {
+    let out = dir.join("target.png");
+    let status = Process::new(binary())
+        .args(["render"])
+        .arg(program)
+        .args(["--view", "target", "--out"])
+        .arg(&out)
+        .output()
+        .expect("render runs");
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    out
+}
+
+fn reconstruct(image: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    Process::new(binary()).arg("reconstruct").arg(image).arg("--out").arg(out).args(extra).output().expect("runs")
+}
+
+/// IoU of a prediction against a ground truth under a protocol, from `vision2cad eval --json`.
+fn iou(pred: &Path, gt: &Path, protocol: &str) -> Option<f64> {
+    let json = pred.with_extension(format!("{protocol}.eval.json"));
+    let out = Process::new(binary())
+        .arg("eval")
+        .arg("--pred")
+        .arg(pred)
+        .arg("--gt")
+        .arg(gt)
+        .args(["--protocol", protocol, "--json"])
+        .arg(&json)
+        .output()
+        .expect("eval runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+    report["samples"][0]["iou"].as_f64()
+}
+
+fn trace(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out.join("trace.jsonl"))
+        .expect("trace written")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("trace lines are JSON"))
+        .collect()
+}
+
+fn outcome(out: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("outcome.json")).expect("outcome")).expect("json")
+}
+
+/// Does the program tie a sketch to existing geometry (a constraint naming E or V)?
+fn has_ties(program: &Path) -> bool {
+    let text = std::fs::read_to_string(program).expect("program");
+    let v: Value = serde_json::from_str(&text).expect("json");
+    v["commands"].as_array().into_iter().flatten().any(|c| {
+        c["constraints"].as_array().into_iter().flatten().any(|k| {
+            ["a", "b", "point", "object", "curve"].iter().any(|key| {
+                k[key].as_str().is_some_and(|s| s.starts_with('E') || s.starts_with('V'))
+            })
+        })
+    })
+}
+
+fn check_part(name: &str, program: &Path, gt_for_oracle: &Path, gt_step: &Path, dir: &Path) {
+    let image = target_image(program, dir);
+    let out = dir.join("out");
+    let run = reconstruct(&image, &out, &["--gt", gt_for_oracle.to_str().expect("utf-8")]);
+    assert!(run.status.success(), "{name}: {}", String::from_utf8_lossy(&run.stderr));
+    for file in ["model.FCStd", "model.step", "program.json", "trace.jsonl", "report.html", "views/target.png"] {
+        assert!(out.join(file).is_file(), "{name}: {file} missing");
+    }
+    assert_eq!(outcome(&out)["finished"], true, "{name}");
+    let pred = out.join("program.json");
+    let static_iou = iou(&pred, gt_step, "static").expect("compiled");
+    assert!(static_iou >= 0.99, "{name}: static IoU {static_iou}");
+    if has_ties(program) {
+        let edit = iou(&pred, program, "edit10").expect("compiled after the edit");
+        assert!(edit >= 0.98, "{name}: edit10 IoU {edit}");
+    }
+}
+
+#[test]
+fn the_oracle_rebuilds_every_example_program() {
+    let mut names: Vec<String> = std::fs::read_dir(repo_root().join("assets/programs"))
+        .expect("examples")
+        .filter_map(|e| e.ok()?.path().file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 15);
+    for name in names {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let program = example_path(&name);
+        check_part(&name, &program, &program, &program, dir.path());
+    }
+}
+
+#[test]
+fn the_oracle_rebuilds_generated_parts_of_every_family() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let generated = Process::new(binary())
+        .args(["gerd", "generate", "--count", "8", "--seed", "11", "--out"])
+        .arg(data.path())
+        .output()
+        .expect("gerd generate runs");
+    assert!(generated.status.success(), "{}", String::from_utf8_lossy(&generated.stderr));
+    let mut families = Vec::new();
+    for entry in std::fs::read_dir(data.path().join("parts")).expect("parts") {
+        let part = entry.expect("entry").path();
+        let record: Value =
+            serde_json::from_str(&std::fs::read_to_string(part.join("part.json")).expect("record")).expect("json");
+        families.push(record["source"].as_str().unwrap_or_default().to_string());
+        let dir = tempfile::tempdir().expect("tempdir");
+        let program = dir.path().join("gt.json");
+        std::fs::write(&program, record["program"].to_string()).expect("write program");
+        let out = dir.path().join("out");
+        let run = reconstruct(&part.join("target.png"), &out, &["--gt", part.to_str().expect("utf-8")]);
+        assert!(run.status.success(), "{}: {}", part.display(), String::from_utf8_lossy(&run.stderr));
+        let pred = out.join("program.json");
+        let static_iou = iou(&pred, &part.join("model.step"), "static").expect("compiled");
+        assert!(static_iou >= 0.99, "{}: static IoU {static_iou}", part.display());
+        if has_ties(&program) {
+            let edit = iou(&pred, &program, "edit10").expect("compiled after the edit");
+            assert!(edit >= 0.98, "{}: edit10 IoU {edit}", part.display());
+        }
+    }
+    families.sort();
+    families.dedup();
+    assert_eq!(families.len(), 8, "{families:?}");
+}
+
+#[test]
+fn each_ablation_changes_the_requests_as_the_method_says() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let program = example_path("plate_counterbore");
+    let image = target_image(&program, dir.path());
+    let gt = program.to_str().expect("utf-8");
+    let texts = |flag: &str| -> Vec<(String, String)> {
+        let out = dir.path().join(flag.trim_start_matches('-'));
+        let mut args = vec!["--gt", gt];
+        if !flag.is_empty() {
+            args.push(flag);
+        }
+        let run = reconstruct(&image, &out, &args);
+        assert!(run.status.success(), "{flag}: {}", String::from_utf8_lossy(&run.stderr));
+        trace(&out)
+            .into_iter()
+            .filter(|e| e["event"] == "call")
+            .map(|e| (e["stage"].as_str().unwrap_or("").to_string(), e["request"]["text"].as_str().unwrap_or("").to_string()))
+            .collect()
+    };
+    let stage = |calls: &[(String, String)], s: &str| -> Vec<String> {
+        calls.iter().filter(|(st, _)| st == s).map(|(_, t)| t.clone()).collect()
+    };
+    let full = texts("");
+    assert!(stage(&full, "stage1")[1].contains("T_geom") && stage(&full, "stage1")[1].contains("F6 Plane"));
+    assert!(stage(&full, "stage1")[0].contains("S_t"));
+    assert!(stage(&full, "stage2")[1].contains("view coordinates") && stage(&full, "stage2")[1].contains("E12"));
+    assert!(!stage(&full, "stage3").is_empty());
+
+    let no_egr = texts("--no-egr");
+    assert!(stage(&no_egr, "stage1").iter().all(|t| !t.contains("T_geom") && t.contains("selectors")));
+    let answers: Vec<Value> = trace(&dir.path().join("no-egr"))
+        .into_iter()
+        .filter(|e| e["stage"] == "stage1")
+        .map(|e| serde_json::from_str(e["answer"].as_str().unwrap_or("{}")).expect("answer"))
+        .collect();
+    assert!(answers[1]["sketches"][0]["on"].as_str().is_some_and(|s| s.starts_with("face planar")), "{answers:?}");
+
+    let no_lcb = texts("--no-lcb");
+    assert!(stage(&no_lcb, "stage2").iter().all(|t| t.contains("own local coordinates") && !t.contains("grid of")));
+    let no_pgr = texts("--no-pgr");
+    assert!(stage(&no_pgr, "stage2").iter().all(|t| !t.contains("samples") && t.contains("do not refer")));
+    let no_reg = texts("--no-reg");
+    assert!(no_reg.iter().all(|(_, t)| !t.contains("S_t")));
+    let no_evf = texts("--no-evf");
+    assert!(stage(&no_evf, "stage3").is_empty());
+    assert_eq!(outcome(&dir.path().join("no-evf"))["ablations"], serde_json::json!(["no_evf"]));
+}
+
+fn write_script(path: &Path, lines: &[Value]) {
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(path, text).expect("script");
+}
+
+fn box_plan() -> Value {
+    serde_json::json!({"stage": "stage1", "answer": {"reason": "base block", "sketches": [{"name": "S1", "on": "XY"}],
+        "command": {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": 10}}}})
+}
+
+fn box_sketch() -> Value {
+    serde_json::json!({"stage": "stage2", "answer": {"primitives": [
+        {"type": "line", "start": [0.4, 0.6], "end": [0.7, 0.6]}, {"type": "line", "start": [0.7, 0.6], "end": [0.7, 0.4]},
+        {"type": "line", "start": [0.7, 0.4], "end": [0.4, 0.4]}, {"type": "line", "start": [0.4, 0.4], "end": [0.4, 0.6]}]}})
+}
+
+#[test]
+fn rejections_go_back_to_stage_one_and_the_third_candidate_is_committed_unverified() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = target_image(&example_path("box"), dir.path());
+    let reject = serde_json::json!({"stage": "stage3", "answer": {"verdict": "reject", "reasons": ["too thin"]}});
+    let end = serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}});
+    let script = dir.path().join("script.jsonl");
+    write_script(&script, &[box_plan(), box_sketch(), reject.clone(), box_plan(), box_sketch(), reject, box_plan(), box_sketch(), end]);
+    let out = dir.path().join("out");
+    let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let events = trace(&out);
+    assert_eq!(events.iter().filter(|e| e["event"] == "rejected").count(), 2);
+    let stage1_texts: Vec<&str> =
+        events.iter().filter(|e| e["stage"] == "stage1").filter_map(|e| e["request"]["text"].as_str()).collect();
+    assert!(stage1_texts[1].contains("too thin") && !stage1_texts[0].contains("too thin"));
+    let committed = events.iter().find(|e| e["event"] == "execute" && e["ok"] == true).expect("committed");
+    assert_eq!(committed["verified"], false);
+    let program: Value = serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+    let ops: Vec<&str> = program["commands"].as_array().expect("commands").iter().filter_map(|c| c["op"].as_str()).collect();
+    assert_eq!(ops, ["sketch", "extrude", "end"]);
+    // The window is S_t's square (100 mm): 0.3 view units are 30 mm.
+    let state: Value = serde_json::from_str(&std::fs::read_to_string(out.join("state.json")).expect("state")).expect("json");
+    assert!((state["volume"].as_f64().expect("volume") - 30.0 * 20.0 * 10.0).abs() < 1e-6, "{}", state["volume"]);
+    assert!(out.join("report.html").is_file());
+}
+
+#[test]
+fn a_backend_that_keeps_answering_invalid_json_is_a_recorded_failure() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = target_image(&example_path("box"), dir.path());
+    let garbage = serde_json::json!({"stage": "stage1", "text": "I think a box {"});
+    let off_grid = serde_json::json!({"stage": "stage2", "answer": {"primitives": [{"type": "circle", "center": [3.0, 0.5], "radius": 0.1}]}});
+    let script = dir.path().join("script.jsonl");
+    write_script(&script, &[garbage.clone(), garbage.clone(), garbage, box_plan(), off_grid.clone(), off_grid.clone(), off_grid]);
+    let out = dir.path().join("out");
+    let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
+    assert_eq!(run.status.code(), Some(1));
+    let events = trace(&out);
+    let errors: Vec<String> = events.iter().filter_map(|e| e["errors"][0].as_str().map(str::to_string)).collect();
+    assert!(errors[0].contains("not JSON"), "{errors:?}");
+    assert!(errors.iter().any(|e| e.contains("outside the sketch window")), "{errors:?}");
+    let o = outcome(&out);
+    assert!(o["failure"].as_str().is_some_and(|f| f.contains("ran out of answers")), "{o}");
+    assert!(out.join("model.FCStd").is_file() && out.join("program.json").is_file() && out.join("report.html").is_file());
+}
+
+#[test]
+fn bad_inputs_get_clear_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let blank = dir.path().join("blank.png");
+    image::RgbImage::from_pixel(200, 200, image::Rgb([255, 255, 255])).save(&blank).expect("png");
+    let gt = example_path("box");
+    let gt = gt.to_str().expect("utf-8");
+    let run = reconstruct(&blank, &dir.path().join("a"), &["--gt", gt]);
+    assert_eq!(run.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("no part found"), "{}", String::from_utf8_lossy(&run.stderr));
+    let not_image = dir.path().join("notes.png");
+    std::fs::write(&not_image, "hello").expect("write");
+    let run = reconstruct(&not_image, &dir.path().join("b"), &["--gt", gt]);
+    assert!(String::from_utf8_lossy(&run.stderr).contains("cannot read the target image"));
+    let missing = reconstruct(&dir.path().join("nope.png"), &dir.path().join("c"), &["--gt", gt]);
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("does not exist"));
+    let image = target_image(&example_path("box"), dir.path());
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, r#"{"commands": [{"op": "extrude", "profile": "S9", "mode": "add", "extent": {"type": "one_side", "depth": 1}}]}"#)
+        .expect("write");
+    let run = reconstruct(&image, &dir.path().join("d"), &["--gt", broken.to_str().expect("utf-8")]);
+    assert_eq!(run.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("does not execute"), "{}", String::from_utf8_lossy(&run.stderr));
+}
+
+#[test]
+fn resume_continues_from_the_accepted_program() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let program = example_path("plate_counterbore");
+    let image = target_image(&program, dir.path());
+    let out = dir.path().join("out");
+    let gt = program.to_str().expect("utf-8");
+    let first = reconstruct(&image, &out, &["--gt", gt, "--max-steps", "2"]);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    assert_eq!(outcome(&out)["finished"], false);
+    let resumed = Process::new(binary())
+        .arg("reconstruct")
+        .arg(&image)
+        .arg("--resume")
+        .arg(&out)
+        .args(["--gt", gt])
+        .output()
+        .expect("runs");
+    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    let o = outcome(&out);
+    assert_eq!((o["steps"].as_u64(), o["finished"].as_bool()), (Some(4), Some(true)));
+    assert!(trace(&out).iter().any(|e| e["event"] == "resume" && e["steps"] == 2));
+    let edit = iou(&out.join("program.json"), &program, "edit10").expect("compiled");
+    assert!(edit >= 0.98, "{edit}");
+}
+
+/// The oracle, killing the FreeCAD worker once in the middle of the run.
+struct KillOnce {
+    inner: vision2cad::vlm::Oracle,
+    calls: usize,
+    worker: u32,
+}
+
+impl vision2cad::vlm::Vlm for KillOnce {
+    fn name(&self) -> String {
+        "oracle".into()
+    }
+    fn answer(&mut self, request: &vision2cad::vlm::Request) -> Result<vision2cad::vlm::Reply, vision2cad::vlm::VlmError> {
+        self.calls += 1;
+        if self.calls == 5 {
+            let _ = Process::new("kill").args(["-KILL", &self.worker.to_string()]).status();
+        }
+        self.inner.answer(request)
+    }
+}
+
+#[test]
+fn a_worker_killed_mid_reconstruction_costs_only_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let program = example_path("plate_counterbore");
+    let image = target_image(&program, dir.path());
+    let mut session = common::session();
+    let gt = vision2cad::vlm::GroundTruth::load(&program, &mut session).expect("ground truth");
+    let worker = session.worker_pid().expect("a worker");
+    let mut vlm = KillOnce { inner: vision2cad::vlm::Oracle::new(gt), calls: 0, worker };
+    let out = dir.path().join("out");
+    let outcome = vision2cad::reconstruct(&image, &out, &vision2cad::Config::default(), &mut vlm, &mut session, false)
+        .expect("the run completes");
+    assert!(outcome.finished && outcome.failure.is_none(), "{outcome:?}");
+    assert!(session.replacements() >= 1, "the worker was not killed");
+    let static_iou = iou(&out.join("program.json"), &program, "static").expect("compiled");
+    assert!(static_iou >= 0.99, "{static_iou}");
+}
