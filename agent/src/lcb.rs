@@ -87,12 +87,8 @@ mod tests {
         let c = 30f64.to_radians().cos();
         let s = 30f64.to_radians().sin();
         // x = -X, y tilted 30 degrees out of -Y towards Z.
-        let frame = Frame {
-            origin: [3.0, -2.0, 7.5],
-            x_axis: [-1.0, 0.0, 0.0],
-            y_axis: [0.0, -c, s],
-            normal: [0.0, s, c],
-        };
+        let frame =
+            Frame { origin: [3.0, -2.0, 7.5], x_axis: [-1.0, 0.0, 0.0], y_axis: [0.0, -c, s], normal: [0.0, s, c] };
         let m = meta(frame.clone(), Window { u0: -12.5, v0: 4.0, size: 40.0 });
         for p in [[0.0, 0.0], [1.0, 1.0], [0.1234, 0.9876], [-0.4, 1.3]] {
             let q = view_to_local(&m, p);
@@ -111,8 +107,12 @@ mod tests {
 
     #[test]
     fn conventional_frame_of_a_face_is_right_handed_and_on_the_plane() {
-        let actual =
-            Frame { origin: [5.0, 5.0, 10.0], x_axis: [-1.0, 0.0, 0.0], y_axis: [0.0, -1.0, 0.0], normal: [0.0, 0.0, 1.0] };
+        let actual = Frame {
+            origin: [5.0, 5.0, 10.0],
+            x_axis: [-1.0, 0.0, 0.0],
+            y_axis: [0.0, -1.0, 0.0],
+            normal: [0.0, 0.0, 1.0],
+        };
         let f = conventional_frame("F3", &actual);
         assert_eq!(f.origin, [0.0, 0.0, 10.0]);
         assert_eq!(f.x_axis, [1.0, 0.0, 0.0]);

@@ -359,11 +359,8 @@ impl Run<'_> {
             let model_seconds = start.elapsed().as_secs_f64();
             self.timing.model += model_seconds;
             self.calls += 1;
-            let images: Vec<String> = request
-                .images
-                .iter()
-                .map(|p| p.strip_prefix(&self.out).unwrap_or(p).display().to_string())
-                .collect();
+            let images: Vec<String> =
+                request.images.iter().map(|p| p.strip_prefix(&self.out).unwrap_or(p).display().to_string()).collect();
             let mut entry = json!({"event": "call", "step": step, "attempt": attempt, "try": round + 1,
                 "stage": request.stage.name(), "request": {"text": request.text, "images": images},
                 "seconds": model_seconds});
@@ -410,7 +407,14 @@ impl Run<'_> {
         )))
     }
 
-    fn request(&self, stage: Stage, file: &'static str, fill: Fill, images: Vec<PathBuf>, context: Context) -> Result<Request, LoopError> {
+    fn request(
+        &self,
+        stage: Stage,
+        file: &'static str,
+        fill: Fill,
+        images: Vec<PathBuf>,
+        context: Context,
+    ) -> Result<Request, LoopError> {
         let system = self.prompts.render("system.md", &Fill::default())?;
         let text = self.prompts.render(file, &self.flags(fill))?;
         Ok(Request { stage, system, text, images, schema: self.prompts.schema(stage).clone(), context })
@@ -421,7 +425,7 @@ impl Run<'_> {
         if session.state().empty {
             return Ok((Scene::default(), None));
         }
-        let scene = kernel(&mut self.timing, session, |s| views::scene_of(s))?;
+        let scene = kernel(&mut self.timing, session, views::scene_of)?;
         let start = Instant::now();
         let mut view = views::tagged(&scene, session.state(), &self.options());
         if !self.config.ablations.no_reg {
@@ -492,8 +496,8 @@ impl Run<'_> {
                 }
             }
             if let Some(reason) = failed {
-                if reason.starts_with("backend: ") {
-                    return Ok(StepEnd::Failed(format!("step {step}: {}", &reason[9..])));
+                if let Some(backend) = reason.strip_prefix("backend: ") {
+                    return Ok(StepEnd::Failed(format!("step {step}: {backend}")));
                 }
                 feedback.push(reason);
                 continue;
@@ -521,14 +525,17 @@ impl Run<'_> {
             let preview = match candidate_error {
                 Some(e) => Err(e),
                 None => {
-                    let deflection = views::deflection_for(session.state().bbox.map_or(2.0 * self.sphere.radius, |b| b.diagonal()));
+                    let deflection =
+                        views::deflection_for(session.state().bbox.map_or(2.0 * self.sphere.radius, |b| b.diagonal()));
                     kernel(&mut self.timing, session, |s| s.preview(&command, deflection)).map_err(|e| e.to_string())
                 }
             };
             let preview = match preview {
                 Ok(p) => p,
                 Err(reason) => {
-                    self.trace.event(json!({"event": "execute", "step": step, "attempt": attempt, "ok": false, "error": reason}))?;
+                    self.trace.event(
+                        json!({"event": "execute", "step": step, "attempt": attempt, "ok": false, "error": reason}),
+                    )?;
                     feedback.push(format!("the candidate failed: {reason}"));
                     self.rollback(session)?;
                     continue;
@@ -572,14 +579,22 @@ impl Run<'_> {
                 if !verdict.accepted() {
                     rejections += 1;
                     self.rejections += 1;
-                    self.trace.event(json!({"event": "rejected", "step": step, "attempt": attempt, "reasons": verdict.reasons}))?;
-                    feedback.push(format!("attempt {attempt} ({}) was rejected: {}", plan.describe(), verdict.reasons.join("; ")));
+                    self.trace.event(
+                        json!({"event": "rejected", "step": step, "attempt": attempt, "reasons": verdict.reasons}),
+                    )?;
+                    feedback.push(format!(
+                        "attempt {attempt} ({}) was rejected: {}",
+                        plan.describe(),
+                        verdict.reasons.join("; ")
+                    ));
                     self.rollback(session)?;
                     continue;
                 }
             }
             if let Err(e) = kernel(&mut self.timing, session, |s| s.execute(&command)) {
-                self.trace.event(json!({"event": "execute", "step": step, "attempt": attempt, "ok": false, "error": e.to_string()}))?;
+                self.trace.event(
+                    json!({"event": "execute", "step": step, "attempt": attempt, "ok": false, "error": e.to_string()}),
+                )?;
                 feedback.push(format!("the candidate failed: {e}"));
                 self.rollback(session)?;
                 continue;
@@ -657,7 +672,8 @@ impl Run<'_> {
         match asked {
             Asked::Answer((parameters, sketch, snapped)) => {
                 if !snapped.constraints.is_empty() {
-                    self.trace.event(json!({"event": "snapped", "step": step, "attempt": attempt, "sketch": sp.name,
+                    self.trace
+                        .event(json!({"event": "snapped", "step": step, "attempt": attempt, "sketch": sp.name,
                         "constraints": snapped.constraints}))?;
                 }
                 stage2::apply_parameters(command, &parameters, &meta, !self.config.ablations.no_lcb);
@@ -683,7 +699,7 @@ impl Run<'_> {
         if self.config.ablations.no_reg || session.state().empty {
             return Ok(());
         }
-        let scene = kernel(&mut self.timing, session, |s| views::scene_of(s))?;
+        let scene = kernel(&mut self.timing, session, views::scene_of)?;
         let start = Instant::now();
         let fit = register::refit(&self.target, &scene, self.sphere, self.config.direction);
         self.timing.render += start.elapsed().as_secs_f64();
@@ -720,7 +736,8 @@ impl Run<'_> {
                 finished = true;
                 break;
             }
-            kernel(&mut self.timing, session, |s| s.execute(c)).map_err(|e| fail(format!("command {i} ({}): {e}", c.op())))?;
+            kernel(&mut self.timing, session, |s| s.execute(c))
+                .map_err(|e| fail(format!("command {i} ({}): {e}", c.op())))?;
             self.history.push(c.clone());
         }
         self.steps_done = self.history.iter().filter(|c| !matches!(c, Command::Sketch(_))).count();

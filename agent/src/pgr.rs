@@ -94,7 +94,8 @@ pub fn snap(sketch: &mut Sketch, frame: &Frame, state: &ModelState, tolerance: f
                 continue;
             }
             if pos != PointPos::Center
-                && let Some((id, target)) = lines.iter().find_map(|(id, a, b, _)| on_segment(point, *a, *b, tolerance).map(|t| (id, t)))
+                && let Some((id, target)) =
+                    lines.iter().find_map(|(id, a, b, _)| on_segment(point, *a, *b, tolerance).map(|t| (id, t)))
             {
                 move_point(&mut sketch.primitives, point, target);
                 let edge: EntityId = id.parse().expect("state IDs parse");
@@ -146,7 +147,8 @@ fn tied_points(constraints: &[Constraint]) -> Vec<PointRef> {
                 }
             }
             Constraint::PointOnObject { point, object } if external_curve(object) => out.push(*point),
-            Constraint::Concentric { a: CurveRef::Own(i), b } | Constraint::Concentric { a: b, b: CurveRef::Own(i) }
+            Constraint::Concentric { a: CurveRef::Own(i), b }
+            | Constraint::Concentric { a: b, b: CurveRef::Own(i) }
                 if external_curve(b) =>
             {
                 out.push(PointRef::Own(*i, PointPos::Center))
@@ -170,7 +172,9 @@ fn own_points(p: &Primitive) -> Vec<(PointPos, [f64; 2])> {
 
 /// Move every endpoint at `from` (the whole cluster of meeting endpoints) to `to`.
 fn move_point(prims: &mut [Primitive], from: [f64; 2], to: [f64; 2]) {
-    let same = |p: &[f64; 2]| (p[0] - from[0]).abs() <= 1e-9 * (1.0 + from[0].abs()) && (p[1] - from[1]).abs() <= 1e-9 * (1.0 + from[1].abs());
+    let same = |p: &[f64; 2]| {
+        (p[0] - from[0]).abs() <= 1e-9 * (1.0 + from[0].abs()) && (p[1] - from[1]).abs() <= 1e-9 * (1.0 + from[1].abs())
+    };
     for p in prims {
         match p {
             Primitive::Line { start, end, .. } | Primitive::Arc { start, end, .. } => {

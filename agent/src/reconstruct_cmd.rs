@@ -99,7 +99,11 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
         (None, None) => bail!("give --out DIR (or --resume DIR to continue a reconstruction)"),
     };
     if let Some(dir) = &args.resume {
-        anyhow::ensure!(dir.join("program.json").is_file(), "--resume {}: there is no program.json to continue from", dir.display());
+        anyhow::ensure!(
+            dir.join("program.json").is_file(),
+            "--resume {}: there is no program.json to continue from",
+            dir.display()
+        );
     }
     anyhow::ensure!(args.image.is_file(), "the target image {} does not exist", args.image.display());
     let config = args.config()?;
@@ -107,7 +111,9 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
     let mut vlm: Box<dyn Vlm> = match args.vlm {
         Backend::Oracle => {
             let Some(gt) = &args.gt else {
-                bail!("--vlm oracle needs --gt: a GERD part folder or a program .json (a real image needs a real model server)")
+                bail!(
+                    "--vlm oracle needs --gt: a GERD part folder or a program .json (a real image needs a real model server)"
+                )
             };
             let truth = GroundTruth::load(gt, &mut session).map_err(anyhow::Error::msg)?;
             Box::new(Oracle::new(truth))

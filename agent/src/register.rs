@@ -51,7 +51,10 @@ impl Target {
     pub fn analyse(image: RgbImage, path: &str) -> Result<Target, RegisterError> {
         let (w, h) = image.dimensions();
         if w < 16 || h < 16 {
-            return Err(RegisterError::NoPart { path: path.into(), reason: format!("the image is only {w}x{h} pixels") });
+            return Err(RegisterError::NoPart {
+                path: path.into(),
+                reason: format!("the image is only {w}x{h} pixels"),
+            });
         }
         let mut border: Vec<[u8; 3]> = Vec::new();
         for x in 0..w {
@@ -67,10 +70,8 @@ impl Target {
             v.sort_unstable();
             v[v.len() / 2]
         });
-        let mask: Vec<bool> = image
-            .pixels()
-            .map(|p| (0..3).any(|c| (i32::from(p.0[c]) - i32::from(background[c])).abs() > 24))
-            .collect();
+        let mask: Vec<bool> =
+            image.pixels().map(|p| (0..3).any(|c| (i32::from(p.0[c]) - i32::from(background[c])).abs() > 24)).collect();
         let count = mask.iter().filter(|m| **m).count();
         let fraction = count as f64 / mask.len() as f64;
         if fraction < 0.002 {
@@ -127,7 +128,8 @@ impl Target {
 /// through S_t's camera and shifted, row and column profiles apart, to the offset that
 /// overlaps the target's silhouette most.
 pub fn refit(target: &Target, scene: &Scene, sphere: Sphere, direction: [f64; 3]) -> Fit {
-    let opts = Options { size: FIT_SIZE, direction, sphere: Some((sphere.center, sphere.radius)), ..Options::default() };
+    let opts =
+        Options { size: FIT_SIZE, direction, sphere: Some((sphere.center, sphere.radius)), ..Options::default() };
     let view = views::target(scene, &opts);
     let model: Vec<bool> = view.ids.face.iter().map(|f| *f != views::NO_ENTITY).collect();
     let goal = target.silhouette();

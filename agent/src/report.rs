@@ -97,12 +97,14 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
     let text = std::fs::read_to_string(&trace_path).map_err(|e| io_error(&trace_path, e))?;
     let events: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     let mut h = String::new();
-    h.push_str("<!doctype html><html><head><meta charset=\"utf-8\"><title>vision2cad reconstruction</title><style>\
+    h.push_str(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>vision2cad reconstruction</title><style>\
         body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}\
         figure{display:inline-block;margin:4px}img{max-width:500px;border:1px solid #ccc}\
         pre{background:#f6f6f6;padding:6px;white-space:pre-wrap;font-size:12px}\
         .ok{color:#1a7f37}.bad{color:#b42318}.call{border-left:3px solid #ccd;padding-left:8px;margin:8px 0}\
-        details summary{cursor:pointer;color:#555}</style></head><body>\n<h1>vision2cad reconstruction</h1>\n");
+        details summary{cursor:pointer;color:#555}</style></head><body>\n<h1>vision2cad reconstruction</h1>\n",
+    );
     h.push_str(&image_tag(dir, "views/target.png"));
     let mut current_step = 0;
     for e in &events {
@@ -155,11 +157,13 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                 h.push_str("</div>");
             }
             "rejected" => {
-                let reasons: Vec<&str> = e["reasons"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+                let reasons: Vec<&str> =
+                    e["reasons"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
                 let _ = write!(h, "<p class=\"bad\">Rejected: {}</p>", escape(&reasons.join("; ")));
             }
             "execute" if e["ok"] == false => {
-                let _ = write!(h, "<p class=\"bad\">Candidate failed: {}</p>", escape(e["error"].as_str().unwrap_or("")));
+                let _ =
+                    write!(h, "<p class=\"bad\">Candidate failed: {}</p>", escape(e["error"].as_str().unwrap_or("")));
             }
             "execute" => {
                 let verified = if e["verified"] == true { "accepted" } else { "committed without verification" };
@@ -170,7 +174,12 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                 );
             }
             "snapped" => {
-                let _ = write!(h, "<p>PGR snapping on {}: {}</p>", escape(e["sketch"].as_str().unwrap_or("")), escape(&e["constraints"].to_string()));
+                let _ = write!(
+                    h,
+                    "<p>PGR snapping on {}: {}</p>",
+                    escape(e["sketch"].as_str().unwrap_or("")),
+                    escape(&e["constraints"].to_string())
+                );
             }
             "end" => {
                 let _ = write!(h, "<h2>END</h2><p>{}</p>", escape(e["reason"].as_str().unwrap_or("")));
@@ -198,5 +207,8 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
 }
 
 fn pretty(text: &str) -> String {
-    serde_json::from_str::<Value>(text).ok().and_then(|v| serde_json::to_string_pretty(&v).ok()).unwrap_or_else(|| text.to_string())
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| serde_json::to_string_pretty(&v).ok())
+        .unwrap_or_else(|| text.to_string())
 }

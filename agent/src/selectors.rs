@@ -163,9 +163,9 @@ fn eval(tokens: &[String], pos: &mut usize, state: &ModelState) -> Result<Vec<St
                         state.faces.iter().any(|face| &face.id == f && face.edges.contains(&state.edges[i].id))
                             || state.vertices.iter().any(|v| &v.id == f && state.edges[i].vertices.contains(f))
                     }),
-                    Kind::Vertex => inner
-                        .iter()
-                        .any(|e| state.edges.iter().any(|edge| &edge.id == e && edge.vertices.contains(&state.vertices[i].id))),
+                    Kind::Vertex => inner.iter().any(|e| {
+                        state.edges.iter().any(|edge| &edge.id == e && edge.vertices.contains(&state.vertices[i].id))
+                    }),
                     Kind::Face => inner.iter().any(|e| state.faces[i].edges.contains(e)),
                 });
             }
@@ -274,8 +274,7 @@ pub fn find(state: &ModelState, id: &str) -> Option<String> {
 }
 
 fn find_with_depth(state: &ModelState, id: &str, depth: usize) -> Option<String> {
-    let picks: Vec<String> =
-        DIRECTIONS.iter().flat_map(|d| [format!("highest {d}"), format!("lowest {d}")]).collect();
+    let picks: Vec<String> = DIRECTIONS.iter().flat_map(|d| [format!("highest {d}"), format!("lowest {d}")]).collect();
     let unique = |s: &str| resolve(s, state).is_ok_and(|ids| ids.len() == 1 && ids[0] == id);
     let bases = bases(state, id, depth);
     for base in &bases {

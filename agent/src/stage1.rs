@@ -122,7 +122,12 @@ pub fn resolve_command(command: &mut Value, state: &ModelState, no_egr: bool) ->
 /// Check a plan against the model: references resolve, the command parses, names are new,
 /// and the sketches it uses exist or are being drawn. Returns the plan with references
 /// resolved to IDs and the command.
-pub fn interpret(mut plan: Plan, state: &ModelState, history: &[Command], no_egr: bool) -> Result<(Plan, Command), String> {
+pub fn interpret(
+    mut plan: Plan,
+    state: &ModelState,
+    history: &[Command],
+    no_egr: bool,
+) -> Result<(Plan, Command), String> {
     if plan.command["op"] == "sketch" {
         return Err("a sketch is not a command of its own here: list it in `sketches` and use it in the command".into());
     }

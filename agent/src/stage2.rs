@@ -112,7 +112,10 @@ pub fn to_sketch(
             let Some(text) = c.get(key).and_then(Value::as_str).map(str::to_string) else { continue };
             let ids = resolve_reference(&text, state, ab.no_egr).map_err(|e| format!("constraints[{i}].{key}: {e}"))?;
             let [id] = ids.as_slice() else {
-                return Err(format!("constraints[{i}].{key}: '{text}' names {} entities where one is needed", ids.len()));
+                return Err(format!(
+                    "constraints[{i}].{key}: '{text}' names {} entities where one is needed",
+                    ids.len()
+                ));
             };
             if ab.no_pgr && (id.starts_with('E') || id.starts_with('V')) {
                 return Err(format!(
@@ -127,12 +130,12 @@ pub fn to_sketch(
         let parsed: Constraint = serde_json::from_value(c).map_err(|e| format!("constraints[{i}]: {e}"))?;
         constraints.push(parsed);
     }
-    let mut sketch =
-        Sketch { name: name.into(), on: on.into(), primitives, constraints, auto_coincident: true };
+    let mut sketch = Sketch { name: name.into(), on: on.into(), primitives, constraints, auto_coincident: true };
     let snapped = if ab.no_pgr {
         Snapped::default()
     } else {
-        let tolerance = if ab.no_lcb { config.snap_tolerance * meta.window.size } else { units.length(config.snap_tolerance) };
+        let tolerance =
+            if ab.no_lcb { config.snap_tolerance * meta.window.size } else { units.length(config.snap_tolerance) };
         pgr::snap(&mut sketch, &meta.frame, state, tolerance)
     };
     Ok((sketch, snapped))

@@ -29,7 +29,10 @@ pub fn summary(state: &freecad_bridge::ModelState) -> String {
         return "empty".into();
     }
     let bbox = state.bbox.map_or_else(String::new, |b| {
-        format!(", box ({:.2}, {:.2}, {:.2}) to ({:.2}, {:.2}, {:.2})", b.min[0], b.min[1], b.min[2], b.max[0], b.max[1], b.max[2])
+        format!(
+            ", box ({:.2}, {:.2}, {:.2}) to ({:.2}, {:.2}, {:.2})",
+            b.min[0], b.min[1], b.min[2], b.max[0], b.max[1], b.max[2]
+        )
     });
     format!(
         "volume {:.3} mm3, {} faces, {} edges{bbox}{}",

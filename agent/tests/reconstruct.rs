@@ -64,9 +64,9 @@ fn has_ties(program: &Path) -> bool {
     let v: Value = serde_json::from_str(&text).expect("json");
     v["commands"].as_array().into_iter().flatten().any(|c| {
         c["constraints"].as_array().into_iter().flatten().any(|k| {
-            ["a", "b", "point", "object", "curve"].iter().any(|key| {
-                k[key].as_str().is_some_and(|s| s.starts_with('E') || s.starts_with('V'))
-            })
+            ["a", "b", "point", "object", "curve"]
+                .iter()
+                .any(|key| k[key].as_str().is_some_and(|s| s.starts_with('E') || s.starts_with('V')))
         })
     })
 }
@@ -155,7 +155,9 @@ fn each_ablation_changes_the_requests_as_the_method_says() {
         trace(&out)
             .into_iter()
             .filter(|e| e["event"] == "call")
-            .map(|e| (e["stage"].as_str().unwrap_or("").to_string(), e["request"]["text"].as_str().unwrap_or("").to_string()))
+            .map(|e| {
+                (e["stage"].as_str().unwrap_or("").to_string(), e["request"]["text"].as_str().unwrap_or("").to_string())
+            })
             .collect()
     };
     let stage = |calls: &[(String, String)], s: &str| -> Vec<String> {
@@ -210,7 +212,10 @@ fn rejections_go_back_to_stage_one_and_the_third_candidate_is_committed_unverifi
     let reject = serde_json::json!({"stage": "stage3", "answer": {"verdict": "reject", "reasons": ["too thin"]}});
     let end = serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}});
     let script = dir.path().join("script.jsonl");
-    write_script(&script, &[box_plan(), box_sketch(), reject.clone(), box_plan(), box_sketch(), reject, box_plan(), box_sketch(), end]);
+    write_script(
+        &script,
+        &[box_plan(), box_sketch(), reject.clone(), box_plan(), box_sketch(), reject, box_plan(), box_sketch(), end],
+    );
     let out = dir.path().join("out");
     let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
@@ -221,11 +226,14 @@ fn rejections_go_back_to_stage_one_and_the_third_candidate_is_committed_unverifi
     assert!(stage1_texts[1].contains("too thin") && !stage1_texts[0].contains("too thin"));
     let committed = events.iter().find(|e| e["event"] == "execute" && e["ok"] == true).expect("committed");
     assert_eq!(committed["verified"], false);
-    let program: Value = serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
-    let ops: Vec<&str> = program["commands"].as_array().expect("commands").iter().filter_map(|c| c["op"].as_str()).collect();
+    let program: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+    let ops: Vec<&str> =
+        program["commands"].as_array().expect("commands").iter().filter_map(|c| c["op"].as_str()).collect();
     assert_eq!(ops, ["sketch", "extrude", "end"]);
     // The window is S_t's square (100 mm): 0.3 view units are 30 mm.
-    let state: Value = serde_json::from_str(&std::fs::read_to_string(out.join("state.json")).expect("state")).expect("json");
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("state.json")).expect("state")).expect("json");
     assert!((state["volume"].as_f64().expect("volume") - 30.0 * 20.0 * 10.0).abs() < 1e-6, "{}", state["volume"]);
     assert!(out.join("report.html").is_file());
 }
@@ -237,7 +245,10 @@ fn a_backend_that_keeps_answering_invalid_json_is_a_recorded_failure() {
     let garbage = serde_json::json!({"stage": "stage1", "text": "I think a box {"});
     let off_grid = serde_json::json!({"stage": "stage2", "answer": {"primitives": [{"type": "circle", "center": [3.0, 0.5], "radius": 0.1}]}});
     let script = dir.path().join("script.jsonl");
-    write_script(&script, &[garbage.clone(), garbage.clone(), garbage, box_plan(), off_grid.clone(), off_grid.clone(), off_grid]);
+    write_script(
+        &script,
+        &[garbage.clone(), garbage.clone(), garbage, box_plan(), off_grid.clone(), off_grid.clone(), off_grid],
+    );
     let out = dir.path().join("out");
     let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
     assert_eq!(run.status.code(), Some(1));
@@ -247,7 +258,9 @@ fn a_backend_that_keeps_answering_invalid_json_is_a_recorded_failure() {
     assert!(errors.iter().any(|e| e.contains("outside the sketch window")), "{errors:?}");
     let o = outcome(&out);
     assert!(o["failure"].as_str().is_some_and(|f| f.contains("ran out of answers")), "{o}");
-    assert!(out.join("model.FCStd").is_file() && out.join("program.json").is_file() && out.join("report.html").is_file());
+    assert!(
+        out.join("model.FCStd").is_file() && out.join("program.json").is_file() && out.join("report.html").is_file()
+    );
 }
 
 #[test]
@@ -272,7 +285,11 @@ fn bad_inputs_get_clear_errors() {
         .expect("write");
     let run = reconstruct(&image, &dir.path().join("d"), &["--gt", broken.to_str().expect("utf-8")]);
     assert_eq!(run.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&run.stderr).contains("does not execute"), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        String::from_utf8_lossy(&run.stderr).contains("does not execute"),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
 }
 
 #[test]
@@ -312,7 +329,10 @@ impl vision2cad::vlm::Vlm for KillOnce {
     fn name(&self) -> String {
         "oracle".into()
     }
-    fn answer(&mut self, request: &vision2cad::vlm::Request) -> Result<vision2cad::vlm::Reply, vision2cad::vlm::VlmError> {
+    fn answer(
+        &mut self,
+        request: &vision2cad::vlm::Request,
+    ) -> Result<vision2cad::vlm::Reply, vision2cad::vlm::VlmError> {
         self.calls += 1;
         if self.calls == 5 {
             let _ = Process::new("kill").args(["-KILL", &self.worker.to_string()]).status();

@@ -48,7 +48,8 @@ impl GroundTruth {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let program = freecad_bridge::parse_program(&text)
             .map_err(|e| format!("{} is not a valid program: {e}", path.display()))?;
-        Self::execute(program, session).map_err(|e| format!("the ground truth {} does not execute: {e}", path.display()))
+        Self::execute(program, session)
+            .map_err(|e| format!("the ground truth {} does not execute: {e}", path.display()))
     }
 
     /// Execute a program from an empty document, recording every state.
@@ -160,8 +161,8 @@ impl Oracle {
             sketches.push(json!({"name": sk.name, "on": on}));
         }
         let before = &self.gt.states[step.feature];
-        let mut command = serde_json::to_value(&self.gt.program.commands[step.feature])
-            .map_err(|e| no_answer(e.to_string()))?;
+        let mut command =
+            serde_json::to_value(&self.gt.program.commands[step.feature]).map_err(|e| no_answer(e.to_string()))?;
         let scale_len = |v: &mut Value| {
             if let Some(x) = v.as_f64() {
                 *v = round4(x * s).into();
@@ -212,7 +213,8 @@ impl Oracle {
             }
         }
         let op = self.gt.program.commands[step.feature].op();
-        let mut answer = json!({"reason": format!("step {} of the target: {op}", ctx.steps_done + 1), "command": command});
+        let mut answer =
+            json!({"reason": format!("step {} of the target: {op}", ctx.steps_done + 1), "command": command});
         if !sketches.is_empty() {
             answer["sketches"] = Value::Array(sketches);
         }
@@ -312,7 +314,10 @@ impl Oracle {
         let mut reasons = Vec::new();
         let volume = expected.volume * s.powi(3);
         if (candidate.volume - volume).abs() > 2e-3 * volume.max(1e-12) {
-            reasons.push(format!("the volume would be {:.3}, the target's at this step is {:.3}", candidate.volume, volume));
+            reasons.push(format!(
+                "the volume would be {:.3}, the target's at this step is {:.3}",
+                candidate.volume, volume
+            ));
         }
         // Boxes of swept and lofted B-spline faces are not tight (OpenCascade pads them by up
         // to a few percent, differently from one state to the next): compare them loosely.
@@ -358,7 +363,8 @@ fn matching(sig: &Signature, state: &ModelState, s: f64) -> Option<String> {
                 .map(|f| {
                     let area_off = (f.area - area * s * s).abs() / (area * s * s).max(1e-12);
                     let normal_off = opt(f.normal, *normal);
-                    let d = dist(f.centroid, *centroid) + if area_off > 1e-2 || normal_off > 1e-3 { f64::INFINITY } else { 0.0 };
+                    let d = dist(f.centroid, *centroid)
+                        + if area_off > 1e-2 || normal_off > 1e-3 { f64::INFINITY } else { 0.0 };
                     (d, f.id.clone())
                 })
                 .collect();
