@@ -75,32 +75,12 @@ pub fn run(args: &ExecArgs) -> Result<ExitCode> {
     }
 }
 
-/// model.FCStd, model.step (when there is a solid) and state.json, each written to a
-/// temporary name first and renamed, so a reader never sees half a file.
+/// model.FCStd, model.step (when there is a solid) and state.json, written atomically (the
+/// same writer `reconstruct` uses).
 pub fn write_outputs(session: &mut Session, dir: &Path) -> Result<()> {
-    let fcstd = dir.join("model.FCStd");
-    let step = dir.join("model.step");
-    let tmp_fcstd = dir.join(".model.partial.FCStd");
-    let tmp_step = dir.join(".model.partial.step");
-    let has_solid = !session.state().empty;
-    session.save(Some(&tmp_fcstd), has_solid.then_some(tmp_step.as_path()))?;
-    rename(&tmp_fcstd, &fcstd)?;
-    if has_solid {
-        rename(&tmp_step, &step)?;
-    } else if step.exists() {
-        // A stale STEP from an earlier run would contradict this document.
-        std::fs::remove_file(&step).with_context(|| format!("cannot remove stale {}", step.display()))?;
-    }
-    let json = serde_json::to_string_pretty(session.state())?;
-    write_atomic(&dir.join("state.json"), json.as_bytes())
+    Ok(vision2cad::report::write_model(session, dir)?)
 }
 
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("partial");
-    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-    rename(&tmp, path)
-}
-
-fn rename(from: &Path, to: &Path) -> Result<()> {
-    std::fs::rename(from, to).with_context(|| format!("cannot move {} to {}", from.display(), to.display()))
+    Ok(vision2cad::report::write_atomic(path, bytes)?)
 }
