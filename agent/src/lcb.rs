@@ -29,12 +29,6 @@ pub fn length_to_local(meta: &SketchMeta, length: f64) -> f64 {
     length * meta.window.size
 }
 
-/// Local coordinates of a 3D point projected onto the frame's plane.
-pub fn world_to_local(frame: &Frame, p: [f64; 3]) -> [f64; 2] {
-    let rel = Vector3::from(p) - Vector3::from(frame.origin);
-    [rel.dot(&Vector3::from(frame.x_axis)), rel.dot(&Vector3::from(frame.y_axis))]
-}
-
 /// The frame the Stage 2 prompt describes when LCB is off (`no_lcb`): what a model would
 /// assume without being told FreeCAD's choice. Base planes follow FreeCAD exactly; on a
 /// face or construction plane the origin is the plane's point nearest the global origin, x
@@ -99,7 +93,7 @@ mod tests {
             for i in 0..3 {
                 assert!((world[i] - direct[i]).abs() < 1e-9, "{world:?} vs {direct:?}");
             }
-            let q2 = world_to_local(&frame, world);
+            let q2 = frame.to_local(world);
             assert!((q2[0] - q[0]).abs() < 1e-9 && (q2[1] - q[1]).abs() < 1e-9);
         }
         assert!((length_to_local(&m, 0.25) - 10.0).abs() < 1e-12);

@@ -40,13 +40,14 @@ pub mod stage3;
 pub mod vlm;
 
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::time::Instant;
 
 use freecad_bridge::command::Sketch;
-use freecad_bridge::{BridgeError, Command, ModelState, Program, Session};
+use freecad_bridge::{BridgeError, Command, ModelState, Preview, Program, Session};
 use serde::Serialize;
 use serde_json::{Value, json};
-use views::{LabelKinds, Options, Scene, SketchMeta, Window};
+use views::{LabelKinds, Options, Scene, Window};
 
 pub use config::{Ablations, Config};
 
@@ -64,6 +65,8 @@ use crate::vlm::{Context, Request, SketchRequest, Sphere, Stage, Usage, Vlm};
 pub enum LoopError {
     #[error("cannot read the target image {path}: {reason}")]
     Image { path: String, reason: String },
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
     #[error(transparent)]
     Register(#[from] register::RegisterError),
     #[error(transparent)]
@@ -94,6 +97,16 @@ pub struct Timing {
 }
 
 impl Timing {
+    /// What was spent since `earlier`, a copy of this timing taken before.
+    fn since(&self, earlier: &Timing) -> Timing {
+        Timing {
+            kernel: self.kernel - earlier.kernel,
+            render: self.render - earlier.render,
+            prompt: self.prompt - earlier.prompt,
+            model: self.model - earlier.model,
+        }
+    }
+
     /// The harness's own time (everything but the model).
     pub fn harness(&self) -> f64 {
         self.kernel + self.render + self.prompt
@@ -129,6 +142,35 @@ enum StepEnd {
     Failed(String),
 }
 
+/// How one attempt at a step ended.
+enum Attempt {
+    Accepted,
+    Ended,
+    /// The attempt failed; its reason goes back to Stage 1. `rejected`: Stage 3 said no.
+    Retry {
+        reason: String,
+        rejected: bool,
+    },
+    /// The backend cannot answer: the run stops.
+    Failed(String),
+}
+
+impl Attempt {
+    fn retry(reason: String) -> Attempt {
+        Attempt::Retry { reason, rejected: false }
+    }
+}
+
+/// Where in the run an attempt is.
+#[derive(Debug, Clone, Copy)]
+struct Turn {
+    step: usize,
+    attempt: usize,
+    /// Stage 3 judges this attempt's candidate.
+    verify: bool,
+}
+
+/// A stage's answer, checked; or why there is none.
 enum Asked<T> {
     Answer(T),
     Invalid(String),
@@ -149,6 +191,8 @@ struct Run<'a> {
     rejections: usize,
     usage: Usage,
     name: String,
+    /// The scene of the current accepted state, once tessellated.
+    scene: Option<Rc<Scene>>,
 }
 
 /// Reconstruct the part in `image` into `out` (created if missing): `model.FCStd`,
@@ -166,7 +210,7 @@ pub fn reconstruct(
     resume: bool,
 ) -> Result<Outcome, LoopError> {
     let started = Instant::now();
-    config.check().map_err(|e| LoopError::Image { path: "config".into(), reason: e.to_string() })?;
+    config.check()?;
     let picture = image::open(image)
         .map_err(|e| LoopError::Image { path: image.display().to_string(), reason: e.to_string() })?
         .to_rgb8();
@@ -188,11 +232,10 @@ pub fn reconstruct(
         rejections: 0,
         usage: Usage::default(),
         name,
+        scene: None,
     };
-    run.target.image.save(out.join("views/target.png")).map_err(|e| LoopError::Image {
-        path: out.join("views/target.png").display().to_string(),
-        reason: e.to_string(),
-    })?;
+    let target_image = run.target.image.clone();
+    run.save(&target_image, "target.png")?;
     let mut finished = false;
     kernel(&mut run.timing, session, |s| s.reset().map(|_| ()))?;
     if resume {
@@ -216,11 +259,7 @@ pub fn reconstruct(
         }
         let before = run.timing;
         let end = run.step(vlm, session)?;
-        let mut spent = run.timing;
-        spent.kernel -= before.kernel;
-        spent.render -= before.render;
-        spent.prompt -= before.prompt;
-        spent.model -= before.model;
+        let spent = run.timing.since(&before);
         match end {
             StepEnd::Accepted => {
                 step_timing.push(spent);
@@ -316,7 +355,7 @@ impl Run<'_> {
         self.out.join("views").join(name)
     }
 
-    fn save(&mut self, image: &image::RgbImage, name: &str) -> Result<PathBuf, LoopError> {
+    fn save(&self, image: &image::RgbImage, name: &str) -> Result<PathBuf, LoopError> {
         let path = self.view_path(name);
         image.save(&path).map_err(|e| LoopError::Io {
             path: path.display().to_string(),
@@ -341,8 +380,7 @@ impl Run<'_> {
         &mut self,
         vlm: &mut dyn Vlm,
         mut request: Request,
-        step: usize,
-        attempt: usize,
+        turn: Turn,
         check: impl Fn(Value) -> Result<T, String>,
     ) -> Result<Asked<T>, LoopError> {
         let base_text = request.text.clone();
@@ -361,7 +399,7 @@ impl Run<'_> {
             self.calls += 1;
             let images: Vec<String> =
                 request.images.iter().map(|p| p.strip_prefix(&self.out).unwrap_or(p).display().to_string()).collect();
-            let mut entry = json!({"event": "call", "step": step, "attempt": attempt, "try": round + 1,
+            let mut entry = json!({"event": "call", "step": turn.step, "attempt": turn.attempt, "try": round + 1,
                 "stage": request.stage.name(), "request": {"text": request.text, "images": images},
                 "seconds": model_seconds});
             let reply = match reply {
@@ -420,12 +458,25 @@ impl Run<'_> {
         Ok(Request { stage, system, text, images, schema: self.prompts.schema(stage).clone(), context })
     }
 
-    /// The tagged view of the current model (none while it is empty), with S_t drawn.
-    fn tagged(&mut self, session: &mut Session, step: usize) -> Result<(Scene, Option<PathBuf>), LoopError> {
-        if session.state().empty {
-            return Ok((Scene::default(), None));
+    /// The current model as the views draw it, tessellated once per accepted state (the
+    /// registration, the tagged view and every sketch view of a step share it).
+    fn scene(&mut self, session: &mut Session) -> Result<Rc<Scene>, LoopError> {
+        if let Some(scene) = &self.scene {
+            return Ok(Rc::clone(scene));
         }
-        let scene = kernel(&mut self.timing, session, views::scene_of)?;
+        let scene =
+            if session.state().empty { Scene::default() } else { kernel(&mut self.timing, session, views::scene_of)? };
+        let scene = Rc::new(scene);
+        self.scene = Some(Rc::clone(&scene));
+        Ok(scene)
+    }
+
+    /// The tagged view of the current model (none while it is empty), with S_t drawn.
+    fn tagged(&mut self, session: &mut Session, step: usize) -> Result<Option<PathBuf>, LoopError> {
+        if session.state().empty {
+            return Ok(None);
+        }
+        let scene = self.scene(session)?;
         let start = Instant::now();
         let mut view = views::tagged(&scene, session.state(), &self.options());
         if !self.config.ablations.no_reg {
@@ -433,181 +484,27 @@ impl Run<'_> {
         }
         let path = self.save(&view.image, &format!("step{step:02}_tagged.png"))?;
         self.timing.render += start.elapsed().as_secs_f64();
-        Ok((scene, Some(path)))
+        Ok(Some(path))
     }
 
     fn step(&mut self, vlm: &mut dyn Vlm, session: &mut Session) -> Result<StepEnd, LoopError> {
         let step = self.steps_done + 1;
-        let (scene, tagged) = self.tagged(session, step)?;
-        let target_path = self.view_path("target.png");
+        let tagged = self.tagged(session, step)?;
         let mut feedback: Vec<String> = Vec::new();
         let mut rejections = 0;
         let attempts = self.config.max_rejections + 1;
         for attempt in 1..=attempts {
-            let state = session.state().clone();
-            // Stage 1.
-            let start = Instant::now();
-            let fill = Fill::default()
-                .value("step", step.to_string())
-                .value("max_steps", self.config.max_steps.to_string())
-                .value("sphere_center", fmt3(self.sphere.center))
-                .value("sphere_radius", format!("{:.4}", self.sphere.radius))
-                .value("part_diameter", format!("{:.0}", 2.0 * self.sphere.radius))
-                .value("entity_table", gerd::export::entity_table(&state).trim_end().to_string())
-                .value("history", history_text(&self.history))
-                .value("feedback_text", feedback.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n"))
-                .value("retrieved", String::new())
-                .flag("feedback", !feedback.is_empty());
-            let images = std::iter::once(target_path.clone()).chain(tagged.clone()).collect();
-            let request = self.request(Stage::Stage1, "stage1.md", fill, images, self.context(&state))?;
-            self.timing.prompt += start.elapsed().as_secs_f64();
-            let no_egr = self.config.ablations.no_egr;
-            let history = self.history.clone();
-            let asked = self.ask(vlm, request, step, attempt, |v| {
-                let plan: Plan = serde_json::from_value(v).map_err(|e| e.to_string())?;
-                if plan.is_end() {
-                    return Ok((plan, Command::End));
-                }
-                stage1::interpret(plan, &state, &history, no_egr)
-            })?;
-            let (plan, command) = match asked {
-                Asked::Answer(x) => x,
-                Asked::Invalid(reason) => {
-                    feedback.push(reason);
-                    continue;
-                }
-                Asked::Backend(reason) => return Ok(StepEnd::Failed(format!("step {step}: {reason}"))),
-            };
-            if plan.is_end() {
-                self.trace.event(json!({"event": "end", "step": step, "reason": plan.reason}))?;
-                return Ok(StepEnd::Ended);
-            }
-            // Stage 2: every new sketch.
-            let mut command_value = plan.command.clone();
-            let mut sketches: Vec<Sketch> = Vec::new();
-            let mut failed = None;
-            for sp in &plan.sketches {
-                match self.sketch(vlm, session, &scene, &plan, sp, step, attempt, &mut command_value)? {
-                    Ok(sketch) => sketches.push(sketch),
-                    Err(reason) => {
-                        failed = Some(reason);
-                        break;
-                    }
-                }
-            }
-            if let Some(reason) = failed {
-                if let Some(backend) = reason.strip_prefix("backend: ") {
-                    return Ok(StepEnd::Failed(format!("step {step}: {backend}")));
-                }
-                feedback.push(reason);
-                continue;
-            }
-            let command = if plan.sketches.is_empty() {
-                command
-            } else {
-                match serde_json::from_value::<Command>(command_value) {
-                    Ok(c) => c,
-                    Err(e) => {
-                        feedback.push(format!("the command with the sketch's parameters does not parse: {e}"));
-                        continue;
-                    }
-                }
-            };
-            // Execute the sketches, preview the feature.
-            let mut candidate_error = None;
-            for sketch in &sketches {
-                let c = Command::Sketch(sketch.clone());
-                if let Err(e) = kernel(&mut self.timing, session, |s| s.execute(&c)) {
-                    candidate_error = Some(format!("sketch {}: {e}", sketch.name));
-                    break;
-                }
-            }
-            let preview = match candidate_error {
-                Some(e) => Err(e),
-                None => {
-                    let deflection =
-                        views::deflection_for(session.state().bbox.map_or(2.0 * self.sphere.radius, |b| b.diagonal()));
-                    kernel(&mut self.timing, session, |s| s.preview(&command, deflection)).map_err(|e| e.to_string())
-                }
-            };
-            let preview = match preview {
-                Ok(p) => p,
-                Err(reason) => {
-                    self.trace.event(
-                        json!({"event": "execute", "step": step, "attempt": attempt, "ok": false, "error": reason}),
-                    )?;
-                    feedback.push(format!("the candidate failed: {reason}"));
-                    self.rollback(session)?;
-                    continue;
-                }
-            };
-            // Stage 3.
             let verify = !self.config.ablations.no_evf && rejections < self.config.max_rejections;
-            if verify {
-                let start = Instant::now();
-                let mut view = views::preview(&preview, &self.options(), Some(&self.target.image));
-                if !self.config.ablations.no_reg {
-                    draw_sphere_on(&mut view, self.sphere);
-                }
-                let image = self.save(&view.image, &format!("step{step:02}_try{attempt}_preview.png"))?;
-                self.timing.render += start.elapsed().as_secs_f64();
-                let start = Instant::now();
-                let fill = Fill::default()
-                    .value("step", step.to_string())
-                    .value("plan", plan.describe())
-                    .value("preview_summary", stage3::summary(&preview.state))
-                    .value("before_summary", stage3::summary(&state));
-                let mut context = self.context(&state);
-                context.plan = Some(plan.clone());
-                context.preview = Some(preview.state.clone());
-                let request = self.request(Stage::Stage3, "stage3.md", fill, vec![image], context)?;
-                self.timing.prompt += start.elapsed().as_secs_f64();
-                let verdict = match self.ask(vlm, request, step, attempt, |v| {
-                    serde_json::from_value::<Verdict>(v).map_err(|e| e.to_string())
-                })? {
-                    Asked::Answer(v) => v,
-                    Asked::Invalid(reason) => {
-                        feedback.push(reason);
-                        self.rollback(session)?;
-                        continue;
-                    }
-                    Asked::Backend(reason) => {
-                        self.rollback(session)?;
-                        return Ok(StepEnd::Failed(format!("step {step}: {reason}")));
-                    }
-                };
-                if !verdict.accepted() {
-                    rejections += 1;
-                    self.rejections += 1;
-                    self.trace.event(
-                        json!({"event": "rejected", "step": step, "attempt": attempt, "reasons": verdict.reasons}),
-                    )?;
-                    feedback.push(format!(
-                        "attempt {attempt} ({}) was rejected: {}",
-                        plan.describe(),
-                        verdict.reasons.join("; ")
-                    ));
-                    self.rollback(session)?;
-                    continue;
+            let turn = Turn { step, attempt, verify };
+            match self.attempt(vlm, session, turn, tagged.as_deref(), &feedback)? {
+                Attempt::Accepted => return Ok(StepEnd::Accepted),
+                Attempt::Ended => return Ok(StepEnd::Ended),
+                Attempt::Failed(reason) => return Ok(StepEnd::Failed(format!("step {step}: {reason}"))),
+                Attempt::Retry { reason, rejected } => {
+                    rejections += usize::from(rejected);
+                    feedback.push(reason);
                 }
             }
-            if let Err(e) = kernel(&mut self.timing, session, |s| s.execute(&command)) {
-                self.trace.event(
-                    json!({"event": "execute", "step": step, "attempt": attempt, "ok": false, "error": e.to_string()}),
-                )?;
-                feedback.push(format!("the candidate failed: {e}"));
-                self.rollback(session)?;
-                continue;
-            }
-            self.trace.event(json!({"event": "execute", "step": step, "attempt": attempt, "ok": true,
-                "verified": verify, "commands": sketches.iter().map(|s| Command::Sketch(s.clone()))
-                    .chain(std::iter::once(command.clone())).collect::<Vec<_>>()}))?;
-            self.history.extend(sketches.into_iter().map(Command::Sketch));
-            self.history.push(command);
-            self.steps_done += 1;
-            self.write_program(false)?;
-            self.register(session)?;
-            return Ok(StepEnd::Accepted);
         }
         Ok(StepEnd::Failed(format!(
             "step {step}: no candidate got through in {attempts} attempts; the last problem: {}",
@@ -615,40 +512,193 @@ impl Run<'_> {
         )))
     }
 
-    /// Stage 2 for one sketch: `Ok(Err(reason))` when the answer never became a sketch.
-    #[allow(clippy::too_many_arguments)]
-    fn sketch(
+    /// One candidate for the step: Stage 1, Stage 2 for each new sketch, execution and
+    /// preview, Stage 3, commit. Whatever fails leaves the document as it was.
+    fn attempt(
         &mut self,
         vlm: &mut dyn Vlm,
         session: &mut Session,
-        scene: &Scene,
+        turn: Turn,
+        tagged: Option<&Path>,
+        feedback: &[String],
+    ) -> Result<Attempt, LoopError> {
+        let state = session.state().clone();
+        let (plan, command) = match self.stage1(vlm, &state, turn, tagged, feedback)? {
+            Asked::Answer(x) => x,
+            Asked::Invalid(reason) => return Ok(Attempt::retry(reason)),
+            Asked::Backend(reason) => return Ok(Attempt::Failed(reason)),
+        };
+        if plan.is_end() {
+            self.trace.event(json!({"event": "end", "step": turn.step, "reason": plan.reason}))?;
+            return Ok(Attempt::Ended);
+        }
+        let mut command_value = plan.command.clone();
+        let mut sketches: Vec<Sketch> = Vec::new();
+        for sp in &plan.sketches {
+            match self.stage2(vlm, session, &plan, sp, turn, &mut command_value)? {
+                Asked::Answer(sketch) => sketches.push(sketch),
+                Asked::Invalid(reason) => return Ok(Attempt::retry(reason)),
+                Asked::Backend(reason) => return Ok(Attempt::Failed(reason)),
+            }
+        }
+        let command = if plan.sketches.is_empty() {
+            command
+        } else {
+            match serde_json::from_value::<Command>(command_value) {
+                Ok(c) => c,
+                Err(e) => {
+                    return Ok(Attempt::retry(format!("the command with the sketch's parameters does not parse: {e}")));
+                }
+            }
+        };
+        let preview = match self.candidate(session, &sketches, &command)? {
+            Ok(p) => p,
+            Err(reason) => return self.failed_candidate(turn, reason),
+        };
+        if turn.verify {
+            let verdict = self.stage3(vlm, &state, &plan, &preview, turn)?;
+            let retry = match verdict {
+                Asked::Answer(v) if v.accepted() => None,
+                Asked::Answer(v) => {
+                    self.rejections += 1;
+                    self.trace.event(
+                        json!({"event": "rejected", "step": turn.step, "attempt": turn.attempt, "reasons": v.reasons}),
+                    )?;
+                    let reason = format!(
+                        "attempt {} ({}) was rejected: {}",
+                        turn.attempt,
+                        plan.describe(),
+                        v.reasons.join("; ")
+                    );
+                    Some(Attempt::Retry { reason, rejected: true })
+                }
+                Asked::Invalid(reason) => Some(Attempt::retry(reason)),
+                Asked::Backend(reason) => Some(Attempt::Failed(reason)),
+            };
+            if let Some(retry) = retry {
+                self.rollback(session)?;
+                return Ok(retry);
+            }
+        }
+        if let Err(e) = kernel(&mut self.timing, session, |s| s.execute(&command)) {
+            self.rollback(session)?;
+            return self.failed_candidate(turn, e.to_string());
+        }
+        let committed: Vec<Command> = sketches.into_iter().map(Command::Sketch).chain([command]).collect();
+        self.trace.event(json!({"event": "execute", "step": turn.step, "attempt": turn.attempt, "ok": true,
+            "verified": turn.verify, "commands": committed}))?;
+        self.history.extend(committed);
+        self.steps_done += 1;
+        self.scene = None;
+        self.write_program(false)?;
+        self.register(session)?;
+        Ok(Attempt::Accepted)
+    }
+
+    fn failed_candidate(&mut self, turn: Turn, reason: String) -> Result<Attempt, LoopError> {
+        self.trace.event(
+            json!({"event": "execute", "step": turn.step, "attempt": turn.attempt, "ok": false, "error": reason}),
+        )?;
+        Ok(Attempt::retry(format!("the candidate failed: {reason}")))
+    }
+
+    /// Execute the sketches and preview the feature; on a failure the document is put back.
+    fn candidate(
+        &mut self,
+        session: &mut Session,
+        sketches: &[Sketch],
+        command: &Command,
+    ) -> Result<Result<Preview, String>, LoopError> {
+        for (i, sketch) in sketches.iter().enumerate() {
+            let c = Command::Sketch(sketch.clone());
+            if let Err(e) = kernel(&mut self.timing, session, |s| s.execute(&c)) {
+                if i > 0 {
+                    self.rollback(session)?;
+                }
+                return Ok(Err(format!("sketch {}: {e}", sketch.name)));
+            }
+        }
+        let diagonal = session.state().bbox.map_or(2.0 * self.sphere.radius, |b| b.diagonal());
+        let preview = kernel(&mut self.timing, session, |s| s.preview(command, views::deflection_for(diagonal)));
+        match preview {
+            Ok(p) => Ok(Ok(p)),
+            Err(e) => {
+                if !sketches.is_empty() {
+                    self.rollback(session)?;
+                }
+                Ok(Err(e.to_string()))
+            }
+        }
+    }
+
+    /// Stage 1: the next operation, checked against the model.
+    fn stage1(
+        &mut self,
+        vlm: &mut dyn Vlm,
+        state: &ModelState,
+        turn: Turn,
+        tagged: Option<&Path>,
+        feedback: &[String],
+    ) -> Result<Asked<(Plan, Command)>, LoopError> {
+        let start = Instant::now();
+        let fill = Fill::default()
+            .value("step", turn.step.to_string())
+            .value("max_steps", self.config.max_steps.to_string())
+            .value("sphere_center", fmt3(self.sphere.center))
+            .value("sphere_radius", format!("{:.4}", self.sphere.radius))
+            .value("part_diameter", format!("{:.0}", 2.0 * self.sphere.radius))
+            .value("entity_table", gerd::export::entity_table(state).trim_end().to_string())
+            .value("history", history_text(&self.history))
+            .value("feedback_text", feedback.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n"))
+            .value("retrieved", String::new())
+            .flag("feedback", !feedback.is_empty());
+        let images = std::iter::once(self.view_path("target.png")).chain(tagged.map(Path::to_path_buf)).collect();
+        let request = self.request(Stage::Stage1, "stage1.md", fill, images, self.context(state))?;
+        self.timing.prompt += start.elapsed().as_secs_f64();
+        let no_egr = self.config.ablations.no_egr;
+        let history = self.history.clone();
+        self.ask(vlm, request, turn, |v| {
+            let plan: Plan = serde_json::from_value(v).map_err(|e| e.to_string())?;
+            if plan.is_end() {
+                return Ok((plan, Command::End));
+            }
+            stage1::interpret(plan, state, &history, no_egr)
+        })
+    }
+
+    /// Stage 2 for one sketch: the sketch view, the drawing, LCB and PGR; revised
+    /// parameters go into `command`.
+    fn stage2(
+        &mut self,
+        vlm: &mut dyn Vlm,
+        session: &mut Session,
         plan: &Plan,
         sp: &stage1::SketchPlan,
-        step: usize,
-        attempt: usize,
+        turn: Turn,
         command: &mut Value,
-    ) -> Result<Result<Sketch, String>, LoopError> {
+    ) -> Result<Asked<Sketch>, LoopError> {
         let frame = match kernel(&mut self.timing, session, |s| s.plane_frame(&sp.on)) {
             Ok(f) => f,
-            Err(e) => return Ok(Err(format!("sketch {} on {}: {e}", sp.name, sp.on))),
+            Err(e) => return Ok(Asked::Invalid(format!("sketch {} on {}: {e}", sp.name, sp.on))),
         };
+        let scene = self.scene(session)?;
         let start = Instant::now();
         let window = (!self.config.ablations.no_reg).then(|| {
-            let c = lcb::world_to_local(&frame, self.sphere.center);
+            let c = frame.to_local(self.sphere.center);
             let r = self.sphere.radius;
             Window { u0: c[0] - r, v0: c[1] - r, size: 2.0 * r }
         });
         let state = session.state().clone();
-        let mut view = views::sketch(scene, &state, &frame, window, &self.options());
-        let meta: SketchMeta = match view.meta.sketch.clone() {
-            Some(m) => m,
-            None => return Ok(Err("the sketch view has no map".into())),
+        let mut view = views::sketch(&scene, &state, &frame, window, &self.options());
+        let Some(meta) = view.meta.sketch.clone() else {
+            return Ok(Asked::Invalid("the sketch view has no map".into()));
         };
         if !self.config.ablations.no_reg {
             let center = meta.view_to_pixel([0.5, 0.5]);
             register::draw_sphere(&mut view.image, [center.0, center.1], meta.grid[2] / 2.0);
         }
-        let image = self.save(&view.image, &format!("step{step:02}_try{attempt}_{}_sketch.png", sp.name))?;
+        let image =
+            self.save(&view.image, &format!("step{:02}_try{}_{}_sketch.png", turn.step, turn.attempt, sp.name))?;
         self.timing.render += start.elapsed().as_secs_f64();
         let start = Instant::now();
         let fill = Fill::default()
@@ -664,24 +714,53 @@ impl Run<'_> {
         let request = self.request(Stage::Stage2, "stage2.md", fill, images, context)?;
         self.timing.prompt += start.elapsed().as_secs_f64();
         let config = self.config;
-        let asked = self.ask(vlm, request, step, attempt, |v| {
+        let asked = self.ask(vlm, request, turn, |v| {
             let drawing: Drawing = serde_json::from_value(v).map_err(|e| e.to_string())?;
             let (sketch, snapped) = stage2::to_sketch(&drawing, &sp.name, &sp.on, &meta, &state, config)?;
             Ok((drawing.parameters, sketch, snapped))
         })?;
-        match asked {
+        Ok(match asked {
             Asked::Answer((parameters, sketch, snapped)) => {
                 if !snapped.constraints.is_empty() {
-                    self.trace
-                        .event(json!({"event": "snapped", "step": step, "attempt": attempt, "sketch": sp.name,
-                        "constraints": snapped.constraints}))?;
+                    self.trace.event(json!({"event": "snapped", "step": turn.step, "attempt": turn.attempt,
+                        "sketch": sp.name, "constraints": snapped.constraints}))?;
                 }
                 stage2::apply_parameters(command, &parameters, &meta, !self.config.ablations.no_lcb);
-                Ok(Ok(sketch))
+                Asked::Answer(sketch)
             }
-            Asked::Invalid(reason) => Ok(Err(format!("sketch {}: {reason}", sp.name))),
-            Asked::Backend(reason) => Ok(Err(format!("backend: {reason}"))),
+            Asked::Invalid(reason) => Asked::Invalid(format!("sketch {}: {reason}", sp.name)),
+            Asked::Backend(reason) => Asked::Backend(reason),
+        })
+    }
+
+    /// Stage 3: the preview beside the target, judged.
+    fn stage3(
+        &mut self,
+        vlm: &mut dyn Vlm,
+        state: &ModelState,
+        plan: &Plan,
+        preview: &Preview,
+        turn: Turn,
+    ) -> Result<Asked<Verdict>, LoopError> {
+        let start = Instant::now();
+        let mut view = views::preview(preview, &self.options(), Some(&self.target.image));
+        if !self.config.ablations.no_reg {
+            draw_sphere_on(&mut view, self.sphere);
         }
+        let image = self.save(&view.image, &format!("step{:02}_try{}_preview.png", turn.step, turn.attempt))?;
+        self.timing.render += start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        let fill = Fill::default()
+            .value("step", turn.step.to_string())
+            .value("plan", plan.describe())
+            .value("preview_summary", stage3::summary(&preview.state))
+            .value("before_summary", stage3::summary(state));
+        let mut context = self.context(state);
+        context.plan = Some(plan.clone());
+        context.preview = Some(preview.state.clone());
+        let request = self.request(Stage::Stage3, "stage3.md", fill, vec![image], context)?;
+        self.timing.prompt += start.elapsed().as_secs_f64();
+        self.ask(vlm, request, turn, |v| serde_json::from_value::<Verdict>(v).map_err(|e| e.to_string()))
     }
 
     /// Back to the accepted commands: the document as it was before the attempt.
@@ -699,7 +778,7 @@ impl Run<'_> {
         if self.config.ablations.no_reg || session.state().empty {
             return Ok(());
         }
-        let scene = kernel(&mut self.timing, session, views::scene_of)?;
+        let scene = self.scene(session)?;
         let start = Instant::now();
         let fit = register::refit(&self.target, &scene, self.sphere, self.config.direction);
         self.timing.render += start.elapsed().as_secs_f64();

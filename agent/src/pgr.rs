@@ -13,8 +13,6 @@ use freecad_bridge::state::{EdgeKind, Frame};
 use freecad_bridge::{ModelState, command::Sketch};
 use views::SketchMeta;
 
-use crate::lcb::world_to_local;
-
 /// T_t^geom,s: the projected edges as sampled points in view coordinates, one line each.
 pub fn projected_table(meta: &SketchMeta) -> String {
     let mut out = String::new();
@@ -49,13 +47,13 @@ pub fn snap(sketch: &mut Sketch, frame: &Frame, state: &ModelState, tolerance: f
     };
     // Vertices in the plane first: they are what a sketch on a face follows.
     let mut vertices: Vec<(String, [f64; 2], bool)> =
-        state.vertices.iter().map(|v| (v.id.clone(), world_to_local(frame, v.point), in_plane(v.point))).collect();
+        state.vertices.iter().map(|v| (v.id.clone(), frame.to_local(v.point), in_plane(v.point))).collect();
     vertices.sort_by_key(|v| !v.2);
     let mut centers: Vec<(String, [f64; 2], bool)> = state
         .edges
         .iter()
         .filter(|e| e.kind == EdgeKind::Circle)
-        .filter_map(|e| e.center.map(|c| (e.id.clone(), world_to_local(frame, c), e.midpoint.is_some_and(in_plane))))
+        .filter_map(|e| e.center.map(|c| (e.id.clone(), frame.to_local(c), e.midpoint.is_some_and(in_plane))))
         .collect();
     centers.sort_by_key(|c| !c.2);
     let mut lines: Vec<(String, [f64; 2], [f64; 2], bool)> = state
@@ -64,7 +62,7 @@ pub fn snap(sketch: &mut Sketch, frame: &Frame, state: &ModelState, tolerance: f
         .filter(|e| e.kind == EdgeKind::Line)
         .filter_map(|e| {
             let (a, b) = (e.start?, e.end?);
-            Some((e.id.clone(), world_to_local(frame, a), world_to_local(frame, b), in_plane(a) && in_plane(b)))
+            Some((e.id.clone(), frame.to_local(a), frame.to_local(b), in_plane(a) && in_plane(b)))
         })
         .filter(|(_, a, b, _)| (a[0] - b[0]).hypot(a[1] - b[1]) > tolerance)
         .collect();

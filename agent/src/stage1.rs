@@ -87,34 +87,31 @@ fn resolve_list(v: &mut Value, state: &ModelState, no_egr: bool) -> Result<(), S
     Ok(())
 }
 
+/// The places of a command (JSON) that name existing entities: those naming one (`on`,
+/// `axis`, a rotation's axis) and lists (`edges`, a path's edges).
+pub fn reference_slots(command: &mut Value) -> (Vec<&mut Value>, Vec<&mut Value>) {
+    let (mut single, mut lists) = (Vec::new(), Vec::new());
+    for (key, v) in command.as_object_mut().into_iter().flat_map(|m| m.iter_mut()) {
+        match (key.as_str(), v) {
+            ("on" | "axis", v) => single.push(v),
+            ("edges", v) => lists.push(v),
+            ("path", v) => lists.extend(v.get_mut("edges")),
+            ("rotation", Value::Array(list)) => single.extend(list.iter_mut().filter_map(|r| r.get_mut("axis"))),
+            ("rotation", one) => single.extend(one.get_mut("axis")),
+            _ => {}
+        }
+    }
+    (single, lists)
+}
+
 /// Resolve every reference of a command (JSON) in place.
 pub fn resolve_command(command: &mut Value, state: &ModelState, no_egr: bool) -> Result<(), String> {
-    if let Some(on) = command.get_mut("on") {
-        resolve_single(on, state, no_egr)?;
+    let (single, lists) = reference_slots(command);
+    for v in single {
+        resolve_single(v, state, no_egr)?;
     }
-    if let Some(axis) = command.get_mut("axis") {
-        resolve_single(axis, state, no_egr)?;
-    }
-    if let Some(edges) = command.get_mut("edges") {
-        resolve_list(edges, state, no_egr)?;
-    }
-    if let Some(edges) = command.get_mut("path").and_then(|p| p.get_mut("edges")) {
-        resolve_list(edges, state, no_egr)?;
-    }
-    match command.get_mut("rotation") {
-        Some(Value::Array(list)) => {
-            for r in list {
-                if let Some(axis) = r.get_mut("axis") {
-                    resolve_single(axis, state, no_egr)?;
-                }
-            }
-        }
-        Some(r) => {
-            if let Some(axis) = r.get_mut("axis") {
-                resolve_single(axis, state, no_egr)?;
-            }
-        }
-        None => {}
+    for v in lists {
+        resolve_list(v, state, no_egr)?;
     }
     Ok(())
 }

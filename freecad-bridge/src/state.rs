@@ -149,6 +149,14 @@ impl Frame {
     pub fn to_global(&self, u: f64, v: f64) -> Point3 {
         std::array::from_fn(|i| self.origin[i] + u * self.x_axis[i] + v * self.y_axis[i])
     }
+
+    /// Local sketch coordinates of a 3D point projected onto the frame's plane (the
+    /// inverse of [`Frame::to_global`] on the plane).
+    pub fn to_local(&self, p: Point3) -> [f64; 2] {
+        let rel: Point3 = std::array::from_fn(|i| p[i] - self.origin[i]);
+        let dot = |a: &Point3| rel[0] * a[0] + rel[1] * a[1] + rel[2] * a[2];
+        [dot(&self.x_axis), dot(&self.y_axis)]
+    }
 }
 
 pub const SKETCH_TYPE: &str = "Sketcher::SketchObject";

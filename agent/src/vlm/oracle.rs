@@ -23,9 +23,9 @@ use nalgebra::Vector3;
 use serde_json::{Value, json};
 
 use super::{Context, Reply, Request, Stage, Vlm, VlmError};
-use crate::lcb::{conventional_frame, world_to_local};
+use crate::lcb::conventional_frame;
 use crate::selectors;
-use crate::stage1::sketches_used;
+use crate::stage1::{reference_slots, sketches_used};
 
 /// A program and its entity tables: `states[k]` before command `k`, `states[k + 1]` after.
 #[derive(Debug, Clone)]
@@ -183,33 +183,11 @@ impl Oracle {
         if let Some(Value::Array(at)) = command.get_mut("at") {
             at.iter_mut().for_each(scale_len);
         }
-        for key in ["on", "axis"] {
-            if let Some(text) = command.get(key).and_then(Value::as_str).map(str::to_string)
-                && is_entity(&text)
-            {
-                command[key] = self.find(&text, before, ctx)?.into();
-            }
-        }
-        for path in ["/edges", "/path/edges"] {
-            if let Some(Value::Array(items)) = command.pointer_mut(path) {
-                for item in items.iter_mut() {
-                    if let Some(text) = item.as_str().map(str::to_string) {
-                        *item = self.find(&text, before, ctx)?.into();
-                    }
-                }
-            }
-        }
-        if let Some(rotation) = command.get_mut("rotation") {
-            let items: Vec<&mut Value> = match rotation {
-                Value::Array(list) => list.iter_mut().collect(),
-                one => vec![one],
-            };
-            for r in items {
-                if let Some(text) = r.get("axis").and_then(Value::as_str).map(str::to_string)
-                    && is_entity(&text)
-                {
-                    r["axis"] = self.find(&text, before, ctx)?.into();
-                }
+        let (single, lists) = reference_slots(&mut command);
+        let items = single.into_iter().chain(lists.into_iter().flat_map(|l| l.as_array_mut().into_iter().flatten()));
+        for item in items {
+            if let Some(text) = item.as_str().filter(|t| is_entity(t)).map(str::to_string) {
+                *item = self.find(&text, before, ctx)?.into();
             }
         }
         let op = self.gt.program.commands[step.feature].op();
@@ -242,7 +220,7 @@ impl Oracle {
         let convention = conventional_frame(&request.on, &meta.frame);
         let point = |u: f64, v: f64| -> Value {
             let w = gt_frame.to_global(u, v).map(|x| x * s);
-            let p = if lcb { meta.world_to_view(w) } else { world_to_local(&convention, w) };
+            let p = if lcb { meta.world_to_view(w) } else { convention.to_local(w) };
             json!([round4(p[0]), round4(p[1])])
         };
         let length = |l: f64| if lcb { round4(l * s / meta.window.size) } else { round4(l * s) };
