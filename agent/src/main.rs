@@ -3,14 +3,9 @@
 //! This binary is the command-line face of the workspace crates; `vision2cad --help` lists
 //! what it can do. Exit codes: 0 success, 1 failure, 2 usage error.
 
-mod bench;
-mod env;
-mod eval_bench;
-mod eval_cmd;
-mod exec;
-mod gerd_cmd;
-mod reconstruct_cmd;
-mod render;
+mod cli;
+
+use cli::{bench, env, eval_cmd, exec, gerd_cmd, reconstruct_cmd, render};
 
 use std::path::PathBuf;
 use std::process::ExitCode;

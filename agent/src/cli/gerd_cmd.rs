@@ -141,7 +141,7 @@ pub fn run(args: &GerdArgs) -> Result<ExitCode> {
 
 fn progress(len: usize, what: &str) -> ProgressBar {
     let bar = ProgressBar::new(len as u64);
-    if std::env::var_os(crate::env::NO_COLOR).is_some() || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+    if std::env::var_os(crate::cli::env::NO_COLOR).is_some() || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     if let Ok(style) =

@@ -12,7 +12,7 @@ use freecad_bridge::WorkerPool;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::WorkerArgs;
-use crate::exec::write_atomic;
+use crate::cli::exec::write_atomic;
 
 #[derive(Debug, clap::Args)]
 pub struct EvalArgs {
@@ -102,7 +102,7 @@ pub fn write_outputs(report: &Report, json: Option<&Path>, jsonl: Option<&Path>)
 
 /// A bar on stderr; hidden where stderr is not a terminal, plain where NO_COLOR is set.
 pub fn progress_bar(len: u64) -> ProgressBar {
-    let color = std::env::var_os(crate::env::NO_COLOR).is_none();
+    let color = std::env::var_os(crate::cli::env::NO_COLOR).is_none();
     let template = if color {
         "{spinner:.green} [{elapsed_precise}] {bar:40.cyan/blue} {pos}/{len} samples (eta {eta})"
     } else {

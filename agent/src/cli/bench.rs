@@ -11,7 +11,7 @@ use freecad_bridge::{Program, WorkerPool};
 use serde_json::json;
 
 use crate::WorkerArgs;
-use crate::exec::read_program;
+use crate::cli::exec::read_program;
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
@@ -26,14 +26,14 @@ pub enum BenchWhat {
     /// The views: a tagged view of a finely tessellated part, single-threaded.
     Render(RenderBench),
     /// Evaluation: time per pair and whole runs on STEP files scored against themselves.
-    Eval(crate::eval_bench::BenchEvalArgs),
+    Eval(crate::cli::eval_bench::BenchEvalArgs),
 }
 
 pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     match &args.what {
         BenchWhat::Worker(w) => run_worker(w),
         BenchWhat::Render(r) => run_render(r),
-        BenchWhat::Eval(e) => crate::eval_bench::run(e),
+        BenchWhat::Eval(e) => crate::cli::eval_bench::run(e),
     }
 }
 
@@ -120,7 +120,7 @@ fn run_worker(args: &WorkerBench) -> Result<ExitCode> {
     }
     if let Some(path) = &args.json {
         let report = json!({"latency": latency, "throughput": throughput, "programs": paths.len()});
-        crate::exec::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+        crate::cli::exec::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -154,7 +154,7 @@ fn time_ms<T>(repeat: usize, mut f: impl FnMut() -> T) -> (f64, T) {
 
 fn run_render(args: &RenderBench) -> Result<ExitCode> {
     let mut session = args.worker.session()?;
-    crate::exec::open_model(&mut session, &args.model)?;
+    crate::cli::exec::open_model(&mut session, &args.model)?;
     let diagonal = session.state().bbox.as_ref().map_or(1.0, |b| b.diagonal());
     let mut deflection = diagonal * 1e-3;
     let mut tessellation = session.tessellate(deflection, 0.2)?;

@@ -18,7 +18,7 @@ use freecad_bridge::WorkerPool;
 use serde_json::json;
 
 use crate::WorkerArgs;
-use crate::exec::write_atomic;
+use crate::cli::exec::write_atomic;
 
 #[derive(Debug, clap::Args)]
 pub struct BenchEvalArgs {

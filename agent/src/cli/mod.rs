@@ -1,0 +1,12 @@
+//! The command-line front end: one module per subcommand. The method itself lives in the
+//! library (`vision2cad::reconstruct` and its modules); these modules parse flags, open
+//! files and print.
+
+pub mod bench;
+pub mod env;
+pub mod eval_bench;
+pub mod eval_cmd;
+pub mod exec;
+pub mod gerd_cmd;
+pub mod reconstruct_cmd;
+pub mod render;
