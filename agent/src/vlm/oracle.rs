@@ -10,9 +10,10 @@
 //! honours the ablations as faithfully as a model could (selectors under no-EGR, no ties
 //! under no-PGR, the prompt's frame conventions under no-LCB).
 //!
-//! One image gives no absolute size: the oracle builds the part at the scale that makes its
-//! bounding sphere S_t's size, `s = S_t radius / ground-truth bounding radius`, about the
-//! origin, so sketches on base planes stay on base planes.
+//! One image gives no absolute size or position: the oracle builds the part at the scale
+//! that makes its bounding sphere S_t's size (`s = S_t radius / ground-truth bounding
+//! radius`), and centres it where S_t starts (the origin) along every axis its program
+//! leaves free, so sketches on base planes stay on base planes.
 
 use std::path::Path;
 
@@ -81,6 +82,58 @@ pub struct Oracle {
     steps: Vec<GtStep>,
     /// The ground truth's bounding radius (half its box diagonal).
     radius: f64,
+    /// The centre of the ground truth's box.
+    center: [f64; 3],
+    /// Axes along which the part may move without changing its program (see `movable_axes`).
+    movable: [bool; 3],
+}
+
+/// A similarity without rotation: `x -> s x + t`.
+#[derive(Debug, Clone, Copy)]
+struct Placement {
+    s: f64,
+    t: [f64; 3],
+}
+
+impl Placement {
+    fn point(&self, p: [f64; 3]) -> [f64; 3] {
+        std::array::from_fn(|i| self.s * p[i] + self.t[i])
+    }
+}
+
+/// The axes along which the whole part can be moved with its program unchanged: a sketch or
+/// plane on `XY` pins Z (the plane is z = 0), `XZ` pins Y, `YZ` pins X. Sketch axes and
+/// origins (`h_axis`, `v_axis`, `origin`, a revolve about `S1.v_axis`) and planes placed
+/// with `at` or rotated about their frame's axes pin every axis: they lie where FreeCAD put
+/// a frame, not with the part.
+fn movable_axes(program: &Program) -> [bool; 3] {
+    let mut movable = [true; 3];
+    let pin = |on: &str, movable: &mut [bool; 3]| match on {
+        "XY" => movable[2] = false,
+        "XZ" => movable[1] = false,
+        "YZ" => movable[0] = false,
+        _ => {}
+    };
+    for c in &program.commands {
+        match c {
+            Command::Sketch(sk) => {
+                pin(&sk.on, &mut movable);
+                let text = serde_json::to_string(&sk.constraints).unwrap_or_default();
+                if ["h_axis", "v_axis", "\"origin\""].iter().any(|k| text.contains(k)) {
+                    return [false; 3];
+                }
+            }
+            Command::Plane(p) => {
+                pin(&p.on, &mut movable);
+                if p.at.is_some() || !p.rotation.is_empty() {
+                    return [false; 3];
+                }
+            }
+            Command::Revolve(r) if r.axis.contains('.') => return [false; 3],
+            _ => {}
+        }
+    }
+    movable
 }
 
 fn no_answer(reason: impl Into<String>) -> VlmError {
@@ -113,8 +166,11 @@ impl Oracle {
                 }
             }
         }
-        let radius = gt.states.last().and_then(|s| s.bbox).map_or(1.0, |b| b.diagonal() / 2.0).max(1e-12);
-        Oracle { gt, steps, radius }
+        let bbox = gt.states.last().and_then(|s| s.bbox);
+        let radius = bbox.map_or(1.0, |b| b.diagonal() / 2.0).max(1e-12);
+        let center = bbox.map_or([0.0; 3], |b| std::array::from_fn(|i| (b.min[i] + b.max[i]) / 2.0));
+        let movable = movable_axes(&gt.program);
+        Oracle { gt, steps, radius, center, movable }
     }
 
     /// Operations the ground truth takes (END excluded).
@@ -126,6 +182,13 @@ impl Oracle {
         ctx.sphere.radius / self.radius
     }
 
+    /// Where the ground truth goes in the run's model space: scaled to S_t's size and, along
+    /// the axes the program leaves free, centred where S_t starts (the origin).
+    fn placement(&self, ctx: &Context) -> Placement {
+        let s = self.scale(ctx);
+        Placement { s, t: std::array::from_fn(|i| if self.movable[i] { -s * self.center[i] } else { 0.0 }) }
+    }
+
     /// The current model's entity with the ground-truth entity's geometry, as the run names
     /// entities: an ID, or a selector under no-EGR.
     fn find(&self, id: &str, gt_state: &ModelState, ctx: &Context) -> Result<String, VlmError> {
@@ -134,7 +197,7 @@ impl Oracle {
             None => (id, None),
         };
         let sig = signature(gt_state, head).ok_or_else(|| no_answer(format!("the ground truth has no {head}")))?;
-        let found = matching(&sig, &ctx.state, self.scale(ctx))
+        let found = matching(&sig, &ctx.state, self.placement(ctx))
             .ok_or_else(|| no_answer(format!("no entity of the current model matches the ground truth's {head}")))?;
         let name = if ctx.ablations.no_egr {
             let selector = selectors::find(&ctx.state, &found)
@@ -214,12 +277,13 @@ impl Oracle {
             .feature(&sketch.name)
             .and_then(|f| f.frame.clone())
             .ok_or_else(|| no_answer(format!("the ground truth's state has no frame for {}", sketch.name)))?;
-        let s = self.scale(ctx);
+        let placement = self.placement(ctx);
+        let s = placement.s;
         let meta = &request.meta;
         let lcb = !ctx.ablations.no_lcb;
         let convention = conventional_frame(&request.on, &meta.frame);
         let point = |u: f64, v: f64| -> Value {
-            let w = gt_frame.to_global(u, v).map(|x| x * s);
+            let w = placement.point(gt_frame.to_global(u, v));
             let p = if lcb { meta.world_to_view(w) } else { convention.to_local(w) };
             json!([round4(p[0]), round4(p[1])])
         };
@@ -288,9 +352,9 @@ impl Oracle {
         let candidate = ctx.preview.as_ref().ok_or_else(|| no_answer("a Stage 3 request without a preview"))?;
         let step = self.steps.get(ctx.steps_done).ok_or_else(|| no_answer("the ground truth has no such step"))?;
         let expected = &self.gt.states[step.feature + 1];
-        let s = self.scale(ctx);
+        let placement = self.placement(ctx);
         let mut reasons = Vec::new();
-        let volume = expected.volume * s.powi(3);
+        let volume = expected.volume * placement.s.powi(3);
         if (candidate.volume - volume).abs() > 2e-3 * volume.max(1e-12) {
             reasons.push(format!(
                 "the volume would be {:.3}, the target's at this step is {:.3}",
@@ -301,9 +365,8 @@ impl Oracle {
         // to a few percent, differently from one state to the next): compare them loosely.
         let diagonal = 2.0 * ctx.sphere.radius;
         if let (Some(a), Some(b)) = (candidate.bbox, expected.bbox) {
-            let off = (0..3).any(|i| {
-                (a.min[i] - b.min[i] * s).abs() > 5e-2 * diagonal || (a.max[i] - b.max[i] * s).abs() > 5e-2 * diagonal
-            });
+            let (min, max) = (placement.point(b.min), placement.point(b.max));
+            let off = (0..3).any(|i| (a.min[i] - min[i]).abs() > 5e-2 * diagonal || (a.max[i] - max[i]).abs() > 5e-2 * diagonal);
             if off {
                 reasons.push("the part's extent differs from the target's at this step".into());
             }
@@ -320,11 +383,12 @@ fn is_entity(text: &str) -> bool {
     text.parse::<freecad_bridge::command::EntityId>().is_ok()
 }
 
-/// The entity of `state` with the signature's geometry scaled by `s`.
-fn matching(sig: &Signature, state: &ModelState, s: f64) -> Option<String> {
+/// The entity of `state` with the signature's geometry, placed.
+fn matching(sig: &Signature, state: &ModelState, placement: Placement) -> Option<String> {
+    let s = placement.s;
     let diagonal = state.bbox.map_or(1.0, |b| b.diagonal()).max(1e-12);
     let tolerance = 2e-3 * diagonal;
-    let dist = |a: [f64; 3], b: [f64; 3]| (Vector3::from(a) - Vector3::from(b) * s).norm();
+    let dist = |a: [f64; 3], b: [f64; 3]| (Vector3::from(a) - Vector3::from(placement.point(b))).norm();
     let opt = |a: Option<[f64; 3]>, b: Option<[f64; 3]>| match (a, b) {
         (Some(a), Some(b)) => dist(a, b),
         (None, None) => 0.0,
@@ -349,7 +413,7 @@ fn matching(sig: &Signature, state: &ModelState, s: f64) -> Option<String> {
             best(scored).or_else(|| {
                 // A planar face that an earlier feature reshaped: the same plane.
                 let n = Vector3::from((*normal)?);
-                let offset = Vector3::from(*centroid).dot(&n) * s;
+                let offset = Vector3::from(placement.point(*centroid)).dot(&n);
                 let coplanar: Vec<(f64, String)> = same_kind
                     .filter(|f| f.normal.is_some_and(|m| (Vector3::from(m) - n).norm() < 1e-6))
                     .filter(|f| (Vector3::from(f.centroid).dot(&n) - offset).abs() <= tolerance)
