@@ -98,7 +98,7 @@ pub struct Timing {
 
 impl Timing {
     /// What was spent since `earlier`, a copy of this timing taken before.
-    fn since(&self, earlier: &Timing) -> Timing {
+    pub fn since(&self, earlier: &Timing) -> Timing {
         Timing {
             kernel: self.kernel - earlier.kernel,
             render: self.render - earlier.render,

@@ -358,3 +358,41 @@ fn a_worker_killed_mid_reconstruction_costs_only_time() {
     let static_iou = iou(&out.join("program.json"), &program, "static").expect("compiled");
     assert!(static_iou >= 0.99, "{static_iou}");
 }
+
+#[test]
+fn the_oracle_rebuilds_test100_parts_from_their_own_images() {
+    let Some(data) = common::data_dir() else {
+        println!("skipped: no test data (set VISION2CAD_DATA or provide ../shared/data)");
+        return;
+    };
+    let root = data.join("cadcoder-test100");
+    let Ok(text) = std::fs::read_to_string(root.join("cadquery_test_data_subset100.jsonl")) else {
+        println!("skipped: {} has no test100 programs", root.display());
+        return;
+    };
+    let mut session = common::session();
+    let mut checked = 0;
+    // Every seventh part: a spread of the benchmark in the time of the suite.
+    for line in text.lines().step_by(7) {
+        let record: Value = serde_json::from_str(line).expect("jsonl line");
+        let image = root.join("images").join(record["image"].as_str().expect("image"));
+        session.reset().expect("reset");
+        let Ok(imported) = gerd::import::import_cadquery(record["ground_truth"].as_str().expect("code"), &mut session)
+        else {
+            continue; // Parts the importer cannot represent (several solids) are its own test's concern.
+        };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let program = dir.path().join("gt.json");
+        std::fs::write(&program, serde_json::to_string(&imported.program).expect("json")).expect("write");
+        let out = dir.path().join("out");
+        let run = reconstruct(&image, &out, &["--gt", program.to_str().expect("utf-8")]);
+        assert!(run.status.success(), "{}: {}", image.display(), String::from_utf8_lossy(&run.stderr));
+        let pred = out.join("program.json");
+        let static_iou = iou(&pred, &program, "static").expect("compiled");
+        assert!(static_iou >= 0.99, "{}: static IoU {static_iou}", image.display());
+        let edit = iou(&pred, &program, "edit10").expect("compiled after the edit");
+        assert!(edit >= 0.98, "{}: edit10 IoU {edit}", image.display());
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} test100 parts checked");
+}

@@ -27,6 +27,8 @@ pub enum BenchWhat {
     Render(RenderBench),
     /// Evaluation: time per pair and whole runs on STEP files scored against themselves.
     Eval(crate::cli::eval_bench::BenchEvalArgs),
+    /// The loop: the harness's own time per step (kernel, rendering, prompts) with the oracle.
+    Loop(crate::cli::loop_bench::LoopBench),
 }
 
 pub fn run(args: &BenchArgs) -> Result<ExitCode> {
@@ -34,6 +36,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         BenchWhat::Worker(w) => run_worker(w),
         BenchWhat::Render(r) => run_render(r),
         BenchWhat::Eval(e) => crate::cli::eval_bench::run(e),
+        BenchWhat::Loop(l) => crate::cli::loop_bench::run(l),
     }
 }
 
@@ -58,7 +61,7 @@ pub struct WorkerBench {
     pub worker: WorkerArgs,
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
+pub fn median(mut xs: Vec<f64>) -> f64 {
     if xs.is_empty() {
         return f64::NAN;
     }

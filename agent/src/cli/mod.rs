@@ -8,5 +8,6 @@ pub mod eval_bench;
 pub mod eval_cmd;
 pub mod exec;
 pub mod gerd_cmd;
+pub mod loop_bench;
 pub mod reconstruct_cmd;
 pub mod render;

@@ -366,7 +366,8 @@ impl Oracle {
         let diagonal = 2.0 * ctx.sphere.radius;
         if let (Some(a), Some(b)) = (candidate.bbox, expected.bbox) {
             let (min, max) = (placement.point(b.min), placement.point(b.max));
-            let off = (0..3).any(|i| (a.min[i] - min[i]).abs() > 5e-2 * diagonal || (a.max[i] - max[i]).abs() > 5e-2 * diagonal);
+            let off = (0..3)
+                .any(|i| (a.min[i] - min[i]).abs() > 5e-2 * diagonal || (a.max[i] - max[i]).abs() > 5e-2 * diagonal);
             if off {
                 reasons.push("the part's extent differs from the target's at this step".into());
             }
