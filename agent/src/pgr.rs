@@ -73,11 +73,8 @@ pub fn snap(sketch: &mut Sketch, frame: &Frame, state: &ModelState, tolerance: f
     for i in 0..count {
         for (pos, point) in own_points(&sketch.primitives[i]) {
             let reference = PointRef::Own(i, pos);
-            if already_tied.contains(&reference) || done.iter().any(|d| near(*d, point) && d != &point) {
-                continue;
-            }
-            // Endpoints that meet are joined by auto-coincidence: tie the cluster once.
-            if done.contains(&point) {
+            // Endpoints that meet are joined by auto-coincidence: tie each cluster once.
+            if already_tied.contains(&reference) || done.iter().any(|d| near(*d, point)) {
                 continue;
             }
             if pos != PointPos::Center

@@ -7,7 +7,7 @@
 //! prompt is caught on the first request.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
@@ -111,19 +111,6 @@ impl Prompts {
     pub fn render(&self, file: &'static str, fill: &Fill) -> Result<String, PromptError> {
         let text = self.texts.get(file).map(String::as_str).unwrap_or_default();
         render(text, fill).map_err(|reason| PromptError::Template { file: file.into(), reason })
-    }
-
-    /// Write the prompt set to a directory (the starting point for edited prompts).
-    pub fn write_defaults(dir: &Path) -> Result<Vec<PathBuf>, PromptError> {
-        std::fs::create_dir_all(dir).map_err(|source| PromptError::Read { path: dir.display().to_string(), source })?;
-        let mut written = Vec::new();
-        for (name, text) in FILES {
-            let path = dir.join(name);
-            std::fs::write(&path, text)
-                .map_err(|source| PromptError::Read { path: path.display().to_string(), source })?;
-            written.push(path);
-        }
-        Ok(written)
     }
 }
 

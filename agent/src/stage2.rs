@@ -134,8 +134,8 @@ pub fn to_sketch(
     let snapped = if ab.no_pgr {
         Snapped::default()
     } else {
-        let tolerance =
-            if ab.no_lcb { config.snap_tolerance * meta.window.size } else { units.length(config.snap_tolerance) };
+        // The tolerance is in view units whichever coordinates the model gave.
+        let tolerance = lcb::length_to_local(meta, config.snap_tolerance);
         pgr::snap(&mut sketch, &meta.frame, state, tolerance)
     };
     Ok((sketch, snapped))

@@ -173,11 +173,6 @@ impl Oracle {
         Oracle { gt, steps, radius, center, movable }
     }
 
-    /// Operations the ground truth takes (END excluded).
-    pub fn step_count(&self) -> usize {
-        self.steps.len()
-    }
-
     fn scale(&self, ctx: &Context) -> f64 {
         ctx.sphere.radius / self.radius
     }

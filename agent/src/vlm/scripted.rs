@@ -44,11 +44,6 @@ impl Scripted {
         }
         Ok(Scripted { answers, next: 0 })
     }
-
-    /// How many answers have not been used.
-    pub fn remaining(&self) -> usize {
-        self.answers.len() - self.next
-    }
 }
 
 impl Vlm for Scripted {
