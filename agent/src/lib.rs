@@ -651,7 +651,8 @@ impl Run<'_> {
             .value("history", history_text(&self.history))
             .value("feedback_text", feedback.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n"))
             .value("retrieved", String::new())
-            .flag("feedback", !feedback.is_empty());
+            .flag("feedback", !feedback.is_empty())
+            .flag("empty", state.empty);
         let images = std::iter::once(self.view_path("target.png")).chain(tagged.map(Path::to_path_buf)).collect();
         let request = self.request(Stage::Stage1, "stage1.md", fill, images, self.context(state))?;
         self.timing.prompt += start.elapsed().as_secs_f64();

@@ -115,6 +115,21 @@ impl Prompts {
 }
 
 fn render(text: &str, fill: &Fill) -> Result<String, String> {
+    let out = expand(text, fill)?;
+    // Sections that were left out leave blank lines behind; keep at most one.
+    let mut tidy = String::with_capacity(out.len());
+    let mut blank = 0;
+    for line in out.lines() {
+        blank = if line.trim().is_empty() { blank + 1 } else { 0 };
+        if blank <= 1 {
+            tidy.push_str(line);
+            tidy.push('\n');
+        }
+    }
+    Ok(tidy)
+}
+
+fn expand(text: &str, fill: &Fill) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(open) = rest.find("{{") {
@@ -130,7 +145,7 @@ fn render(text: &str, fill: &Fill) -> Result<String, String> {
             let inner = &rest[..end];
             rest = &rest[end + end_tag.len()..];
             if on == tag.starts_with('#') {
-                out.push_str(&render(inner, fill)?);
+                out.push_str(&expand(inner, fill)?);
             }
         } else {
             let value = fill.values.get(tag).ok_or_else(|| format!("unknown value '{{{{{tag}}}}}'"))?;
@@ -138,17 +153,7 @@ fn render(text: &str, fill: &Fill) -> Result<String, String> {
         }
     }
     out.push_str(rest);
-    // Sections that were left out leave blank lines behind; keep at most one.
-    let mut tidy = String::with_capacity(out.len());
-    let mut blank = 0;
-    for line in out.lines() {
-        blank = if line.trim().is_empty() { blank + 1 } else { 0 };
-        if blank <= 1 {
-            tidy.push_str(line);
-            tidy.push('\n');
-        }
-    }
-    Ok(tidy)
+    Ok(out)
 }
 
 #[cfg(test)]
