@@ -311,12 +311,48 @@ def _origin_plane(target):
 # ---------------------------------------------------------------------------- commands
 
 
+def _share_coincident_points(geos, constraints):
+    """Give a line end the exact coordinates of the arc point it is coincident with.
+
+    An arc's ends are computed from its centre and angles, so they miss the line's end by a
+    few ulps. The solver merges coincident points into one unknown and keeps whichever comes
+    first in its pointer-ordered maps, which depends on the heap: the same sketch then solved
+    to 23 in one run and 23.000000000000004 in another, and tessellation, views and files
+    differed. With the two points equal to the bit, either choice gives the same sketch."""
+    for c in constraints:
+        args = c["args"]
+        if c["kind"] != "Coincident" or len(args) != 4:
+            continue
+        (ga, pa, gb, pb) = args
+        if not (isinstance(ga, dict) and isinstance(gb, dict)):
+            continue
+        ia, ib = ga["geo"], gb["geo"]
+        if not (isinstance(ia, int) and isinstance(ib, int) and 0 <= ia < len(geos) and 0 <= ib < len(geos)):
+            continue
+        a, b = geos[ia], geos[ib]
+        a_line, b_line = isinstance(a, Part.LineSegment), isinstance(b, Part.LineSegment)
+        if a_line == b_line:
+            continue
+        (line, end), (other, at) = ((a, pa), (b, pb)) if a_line else ((b, pb), (a, pa))
+        target = {1: getattr(other, "StartPoint", None), 2: getattr(other, "EndPoint", None)}.get(at)
+        if at == 3:
+            target = other.Center
+        if target is None or end not in (1, 2):
+            continue
+        start, stop = line.StartPoint, line.EndPoint
+        if end == 1 and (start - target).Length < 1e-6:
+            line.StartPoint = target
+        elif end == 2 and (stop - target).Length < 1e-6:
+            line.EndPoint = target
+
+
 def add_sketch(cmd):
     sk = MODEL.body.newObject("Sketcher::SketchObject", cmd["name"])
     if sk.Name != cmd["name"]:
         raise CommandFailed("a feature named %s already exists" % cmd["name"], cmd["name"])
     sk.Support = support_of(cmd["on"])
     sk.MapMode = "FlatFace"
+    geos = []
     for g in cmd["geometry"]:
         if "line" in g:
             x1, y1, x2, y2 = g["line"]
@@ -327,6 +363,9 @@ def add_sketch(cmd):
         else:
             cx, cy, r, a0, a1 = g["arc"]
             geo = Part.ArcOfCircle(Part.Circle(V(cx, cy, 0), V(0, 0, 1), r), a0, a1)
+        geos.append(geo)
+    _share_coincident_points(geos, cmd["constraints"])
+    for g, geo in zip(cmd["geometry"], geos):
         sk.addGeometry(geo, bool(g.get("construction", False)))
     externals = {}
 
