@@ -61,6 +61,8 @@ pub struct Config {
     pub prompts: Option<PathBuf>,
     #[serde(flatten)]
     pub ablations: Ablations,
+    /// The model server (`--vlm openai`): the `[vlm]` table.
+    pub vlm: crate::vlm::VlmSettings,
 }
 
 impl Default for Config {
@@ -75,6 +77,7 @@ impl Default for Config {
             snap_tolerance: 0.002,
             prompts: None,
             ablations: Ablations::default(),
+            vlm: crate::vlm::VlmSettings::default(),
         }
     }
 }
@@ -119,7 +122,7 @@ impl Config {
         if !(self.snap_tolerance.is_finite() && self.snap_tolerance >= 0.0) {
             return bad("snap_tolerance must be zero or positive");
         }
-        Ok(())
+        self.vlm.check().map_err(ConfigError::Invalid)
     }
 }
 
@@ -136,6 +139,10 @@ mod tests {
         assert_eq!(c.part_radius, 50.0);
         assert!(toml::from_str::<Config>("no_such_key = 1").is_err());
         assert_eq!(c.ablations.names(), vec!["no_pgr"]);
+        let c: Config = toml::from_str("[vlm]\nmodel = \"m\"\n[vlm.prices.m]\ninput = 1.0\noutput = 2.0").expect("parses");
+        assert_eq!(c.vlm.model, "m");
+        assert_eq!(c.vlm.prices["m"].cost(1_000_000, 500_000), 2.0);
+        assert!(toml::from_str::<Config>("[vlm]\napi_key = \"sk-x\"").is_err(), "keys live in the environment only");
     }
 
     #[test]

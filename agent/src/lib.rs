@@ -419,6 +419,9 @@ impl Run<'_> {
                 };
                 entry["usage"] = serde_json::to_value(u).unwrap_or_default();
             }
+            if reply.cached {
+                entry["cached"] = true.into();
+            }
             entry["answer"] = reply.text.clone().into();
             let start = Instant::now();
             let checked = serde_json::from_str::<Value>(json_text(&reply.text))

@@ -130,10 +130,12 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                 }
                 let _ = write!(
                     h,
-                    "<div class=\"call\"><b>{}</b> (attempt {}, try {})<br>",
+                    "<div class=\"call\"><b>{}</b> (attempt {}, try {}{}{})<br>",
                     escape(e["stage"].as_str().unwrap_or("")),
                     e["attempt"],
-                    e["try"]
+                    e["try"],
+                    usage_text(&e["usage"]),
+                    if e["cached"] == true { ", from the response cache" } else { "" }
                 );
                 for img in e["request"]["images"].as_array().into_iter().flatten().filter_map(Value::as_str) {
                     if img != "views/target.png" {
@@ -195,6 +197,9 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                     o["rejections"],
                     o["seconds"].as_f64().unwrap_or(0.0)
                 );
+                if o["usage"]["input_tokens"].as_u64().is_some_and(|t| t > 0) {
+                    let _ = write!(h, "<p>Model usage:{}.</p>", usage_text(&o["usage"]).trim_start_matches(','));
+                }
                 if let Some(f) = o["failure"].as_str() {
                     let _ = write!(h, "<p class=\"bad\">{}</p>", escape(f));
                 }
@@ -204,6 +209,15 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
     }
     h.push_str("\n</body></html>\n");
     write_atomic(&dir.join("report.html"), h.as_bytes())
+}
+
+/// ", 1200 tokens in, 80 out, cost 0.0041" for a usage object; empty when there is none.
+fn usage_text(usage: &Value) -> String {
+    let (Some(input), Some(output)) = (usage["input_tokens"].as_u64(), usage["output_tokens"].as_u64()) else {
+        return String::new();
+    };
+    let cost = usage["cost"].as_f64().map(|c| format!(", cost {c:.4}")).unwrap_or_default();
+    format!(", {input} tokens in, {output} out{cost}")
 }
 
 fn pretty(text: &str) -> String {

@@ -28,6 +28,25 @@ pub struct ModelState {
     pub features: Vec<Feature>,
 }
 
+impl Default for ModelState {
+    /// The state of a new document: no shape at all.
+    fn default() -> Self {
+        ModelState {
+            valid: false,
+            empty: true,
+            volume: 0.0,
+            area: 0.0,
+            solids: 0,
+            bbox: None,
+            bodies: Vec::new(),
+            faces: Vec::new(),
+            edges: Vec::new(),
+            vertices: Vec::new(),
+            features: Vec::new(),
+        }
+    }
+}
+
 /// An axis-aligned box.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct BoundingBox {

@@ -4,10 +4,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use vision2cad::vlm::{GroundTruth, Oracle, Scripted, Vlm};
+use vision2cad::vlm::{CacheMode, ChatClient, GroundTruth, Oracle, ResponseFormat, Scripted, Vlm, VlmSettings};
 use vision2cad::{Config, reconstruct};
 
 use crate::WorkerArgs;
+use crate::cli::env;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Backend {
@@ -15,6 +16,9 @@ pub enum Backend {
     Oracle,
     /// Replay a file of stage answers (needs --script).
     Scripted,
+    /// A model server that speaks OpenAI's chat completions (OpenAI, OpenRouter, vLLM,
+    /// Ollama, llama.cpp): key and URL from the environment, the rest from [vlm] in --config.
+    Openai,
 }
 
 #[derive(Debug, clap::Args)]
@@ -38,6 +42,23 @@ pub struct ReconstructArgs {
     /// A TOML configuration; the flags below override it.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// --vlm openai: the model name the server knows (default gpt-4o).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// --vlm openai: the server's base URL, e.g. http://localhost:8000/v1 (overrides the
+    /// environment and the config).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// --vlm openai: how the answer's structure is requested.
+    #[arg(long, value_parser = ["auto", "json_schema", "json_object", "text"])]
+    pub response_format: Option<String>,
+    /// --vlm openai: directory of the response cache.
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// --vlm openai: off, read (use hits), write (use hits, store answers), replay (hits
+    /// only; no server, no key).
+    #[arg(long, value_parser = ["off", "read", "write", "replay"])]
+    pub cache_mode: Option<String>,
     /// Prompt templates to use instead of the built-in ones (see prompts/README.md).
     #[arg(long)]
     pub prompts: Option<PathBuf>,
@@ -79,6 +100,22 @@ impl ReconstructArgs {
         if let Some(n) = self.max_steps {
             config.max_steps = n;
         }
+        let vlm = &mut config.vlm;
+        if let Some(m) = &self.model {
+            vlm.model = m.clone();
+        }
+        if let Some(f) = &self.response_format {
+            vlm.response_format = f.parse::<ResponseFormat>().map_err(anyhow::Error::msg)?;
+        }
+        if let Some(dir) = &self.cache {
+            vlm.cache = Some(dir.clone());
+            if self.cache_mode.is_none() && vlm.cache_mode == CacheMode::Off {
+                vlm.cache_mode = CacheMode::Write;
+            }
+        }
+        if let Some(m) = &self.cache_mode {
+            vlm.cache_mode = m.parse::<CacheMode>().map_err(anyhow::Error::msg)?;
+        }
         let ab = &mut config.ablations;
         ab.no_egr |= self.no_egr;
         ab.no_lcb |= self.no_lcb;
@@ -107,8 +144,14 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
     }
     anyhow::ensure!(args.image.is_file(), "the target image {} does not exist", args.image.display());
     let config = args.config()?;
+    // The model server is checked (key, cache, URL) before FreeCAD starts.
+    let client = match args.vlm {
+        Backend::Openai => Some(chat_client(&config.vlm, args.base_url.as_deref())?),
+        _ => None,
+    };
     let mut session = args.worker.session()?;
     let mut vlm: Box<dyn Vlm> = match args.vlm {
+        Backend::Openai => Box::new(client.context("the client was set up above")?),
         Backend::Oracle => {
             let Some(gt) = &args.gt else {
                 bail!(
@@ -125,16 +168,31 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
     };
     let outcome = reconstruct(&args.image, &out, &config, vlm.as_mut(), &mut session, args.resume.is_some())
         .with_context(|| format!("reconstruction of {} failed", args.image.display()))?;
+    let u = &outcome.usage;
+    let cost = u.cost.map(|c| format!(", cost {c:.4}")).unwrap_or_default();
     eprintln!(
-        "{}: {} steps, {}; {} model calls, {} rejections; harness {:.2} s, model {:.2} s; wrote {}/{{model.FCStd, model.step, program.json, trace.jsonl, report.html}}",
+        "{}: {} steps, {}; {} model calls ({} tokens in, {} out{cost}), {} rejections; harness {:.2} s, model {:.2} s; wrote {}/{{model.FCStd, model.step, program.json, trace.jsonl, report.html}}",
         args.image.display(),
         outcome.steps,
         outcome.stop,
         outcome.calls,
+        u.input_tokens,
+        u.output_tokens,
         outcome.rejections,
         outcome.timing.harness(),
         outcome.timing.model,
         out.display()
     );
     Ok(if outcome.failure.is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// The chat client for `--vlm openai`: base URL from the flag, the environment, the config,
+/// or OpenAI's; the key from the environment only.
+pub fn chat_client(settings: &VlmSettings, base_url_flag: Option<&str>) -> Result<ChatClient> {
+    let base_url = base_url_flag
+        .map(str::to_owned)
+        .or_else(env::base_url)
+        .or_else(|| settings.base_url.clone())
+        .unwrap_or_else(|| VlmSettings::DEFAULT_BASE_URL.to_string());
+    Ok(ChatClient::new(settings.clone(), base_url, env::api_key())?)
 }

@@ -6,8 +6,12 @@
 //! the text and the pictures; the oracle reads it directly. No backend sees the harness's
 //! ground truth: only the oracle and the scripted backend hold answers of their own.
 
+mod cache;
+pub mod mock;
+mod openai;
 mod oracle;
 mod scripted;
+mod settings;
 
 use std::path::PathBuf;
 
@@ -18,7 +22,9 @@ use views::SketchMeta;
 use crate::config::Ablations;
 
 pub use oracle::{GroundTruth, Oracle};
+pub use openai::ChatClient;
 pub use scripted::Scripted;
+pub use settings::{ApiKey, CacheMode, Price, ResponseFormat, VlmSettings};
 
 /// The three stages of a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -56,14 +62,14 @@ pub struct Request {
 }
 
 /// The registration sphere S_t in model space.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sphere {
     pub center: [f64; 3],
     pub radius: f64,
 }
 
-/// What the harness drew for this request, as data.
-#[derive(Debug, Clone)]
+/// What the harness drew for this request, as data (the default: an empty model).
+#[derive(Debug, Clone, Default)]
 pub struct Context {
     /// Accepted operations so far (END excluded).
     pub steps_done: usize,
@@ -104,6 +110,8 @@ pub struct Usage {
 pub struct Reply {
     pub text: String,
     pub usage: Option<Usage>,
+    /// Answered from the response cache: nothing was paid for it.
+    pub cached: bool,
 }
 
 /// A backend could not answer at all (as opposed to answering badly).

@@ -450,6 +450,6 @@ impl Vlm for Oracle {
             Stage::Stage2 => self.stage2(&request.context)?,
             Stage::Stage3 => self.stage3(&request.context)?,
         };
-        Ok(Reply { text: answer.to_string(), usage: None })
+        Ok(Reply { text: answer.to_string(), usage: None, cached: false })
     }
 }

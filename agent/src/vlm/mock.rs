@@ -1,0 +1,201 @@
+//! A chat-completions server on 127.0.0.1 that answers as a test or benchmark tells it to:
+//! model answers, HTTP errors, `Retry-After`, slow answers, dropped connections, broken
+//! bodies. It records every request and how many were in flight at once.
+//!
+//! ```
+//! use vision2cad::vlm::mock::{MockReply, MockServer};
+//! let server = MockServer::start(|_call, _body| MockReply::answer(r#"{"verdict": "accept"}"#)).unwrap();
+//! assert!(server.base_url().starts_with("http://127.0.0.1:"));
+//! ```
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// What the server does with one request.
+#[derive(Debug, Clone)]
+pub enum MockReply {
+    /// 200 with a chat completion whose message is `text`.
+    Answer { text: String, input_tokens: u64, output_tokens: u64 },
+    /// Any status with a body and extra headers (e.g. `Retry-After`).
+    Status { code: u16, headers: Vec<(String, String)>, body: String },
+    /// 200 with this raw body.
+    Body(String),
+    /// Close the connection without answering.
+    Drop,
+    /// Wait, then do the rest.
+    Delay(Duration, Box<MockReply>),
+}
+
+impl MockReply {
+    pub fn answer(text: impl Into<String>) -> MockReply {
+        MockReply::Answer { text: text.into(), input_tokens: 1000, output_tokens: 100 }
+    }
+
+    pub fn status(code: u16, message: &str) -> MockReply {
+        MockReply::Status { code, headers: Vec::new(), body: json!({"error": {"message": message}}).to_string() }
+    }
+}
+
+/// One request as the server received it.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub path: String,
+    /// Header names in lower case.
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+type Handler = dyn Fn(usize, &Value) -> MockReply + Send + Sync;
+
+#[derive(Default)]
+struct State {
+    received: Mutex<Vec<Received>>,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    calls: AtomicUsize,
+    stop: AtomicBool,
+}
+
+/// The server; it stops when dropped.
+pub struct MockServer {
+    address: std::net::SocketAddr,
+    state: Arc<State>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for MockServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MockServer").field("address", &self.address).finish_non_exhaustive()
+    }
+}
+
+impl MockServer {
+    /// Listen on a free port of 127.0.0.1. `handler` gets the call's index (from 0, in the
+    /// order requests arrive) and the request body.
+    pub fn start(handler: impl Fn(usize, &Value) -> MockReply + Send + Sync + 'static) -> std::io::Result<MockServer> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let address = listener.local_addr()?;
+        let state = Arc::new(State::default());
+        let handler: Arc<Handler> = Arc::new(handler);
+        let accept = {
+            let state = Arc::clone(&state);
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if state.stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    let (state, handler) = (Arc::clone(&state), Arc::clone(&handler));
+                    std::thread::spawn(move || serve(stream, &state, handler.as_ref()));
+                }
+            })
+        };
+        Ok(MockServer { address, state, accept: Some(accept) })
+    }
+
+    /// `http://127.0.0.1:PORT/v1`, the base URL a client is given.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.address)
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn received(&self) -> Vec<Received> {
+        self.state.received.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// The most requests that were being answered at the same time.
+    pub fn max_in_flight(&self) -> usize {
+        self.state.max_in_flight.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.state.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect(self.address);
+        if let Some(handle) = self.accept.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+fn serve(stream: TcpStream, state: &State, handler: &Handler) {
+    let Some(received) = read_request(&stream) else { return };
+    let call = state.calls.fetch_add(1, Ordering::SeqCst);
+    let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    state.max_in_flight.fetch_max(now, Ordering::SeqCst);
+    let reply = handler(call, &received.body);
+    state.received.lock().unwrap_or_else(PoisonError::into_inner).push(received);
+    respond(stream, reply);
+    state.in_flight.fetch_sub(1, Ordering::SeqCst);
+}
+
+fn read_request(stream: &TcpStream) -> Option<Received> {
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let path = line.split_whitespace().nth(1)?.to_string();
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line).ok()?;
+        let trimmed = line.trim_end();
+        if trimmed.is_empty() {
+            break;
+        }
+        let (name, value) = trimmed.split_once(':')?;
+        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+    }
+    let length: usize = headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok())?;
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    Some(Received { path, headers, body })
+}
+
+fn respond(mut stream: TcpStream, reply: MockReply) {
+    let (code, headers, body) = match reply {
+        MockReply::Delay(wait, rest) => {
+            std::thread::sleep(wait);
+            return respond(stream, *rest);
+        }
+        MockReply::Drop => {
+            let _ = stream.shutdown(Shutdown::Both);
+            return;
+        }
+        MockReply::Answer { text, input_tokens, output_tokens } => {
+            let body = json!({
+                "id": "mock", "object": "chat.completion", "model": "mock",
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
+                          "total_tokens": input_tokens + output_tokens},
+            });
+            (200, Vec::new(), body.to_string())
+        }
+        MockReply::Status { code, headers, body } => (code, headers, body),
+        MockReply::Body(body) => (200, Vec::new(), body),
+    };
+    let mut head = format!(
+        "HTTP/1.1 {code} Mock\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes()));
+    let _ = stream.flush();
+}
