@@ -1,0 +1,161 @@
+//! `reconstruct --vlm openai` end to end against a mock chat-completions server that gives
+//! the answers the oracle gave (after a malformed and a schema-violating one), then the same
+//! run replayed from the response cache with no server and no key.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command as Process;
+use std::sync::Arc;
+
+use common::{binary, repo_root};
+use serde_json::Value;
+use vision2cad::vlm::mock::{MockReply, MockServer};
+
+const KEY: &str = "sk-e2e-secret-9f8e7d6c5b4a";
+
+fn run(image: &Path, out: &Path, args: &[&str], key: Option<&str>) -> std::process::Output {
+    let mut cmd = Process::new(binary());
+    cmd.arg("reconstruct").arg(image).arg("--out").arg(out).args(args);
+    for var in ["VISION2CAD_API_KEY", "OPENAI_API_KEY", "VISION2CAD_BASE_URL", "OPENAI_BASE_URL"] {
+        cmd.env_remove(var);
+    }
+    if let Some(k) = key {
+        cmd.env("VISION2CAD_API_KEY", k);
+    }
+    cmd.output().expect("runs")
+}
+
+fn trace(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out.join("trace.jsonl"))
+        .expect("trace")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect()
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for p in std::fs::read_dir(&d).expect("dir").map(|e| e.expect("entry").path()) {
+            if p.is_dir() { stack.push(p) } else { out.push(p) }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_model_server_drives_the_loop_and_the_cache_replays_it_offline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = repo_root();
+    let image = root.join("assets/examples/plate_counterbore.png");
+    let gt = root.join("assets/programs/plate_counterbore.json");
+
+    // The answers a perfect model gives, recorded from the oracle.
+    let oracle_out = dir.path().join("oracle");
+    let o = run(&image, &oracle_out, &["--gt", gt.to_str().expect("utf-8")], None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let answers: Vec<String> = trace(&oracle_out)
+        .into_iter()
+        .filter(|e| e["event"] == "call")
+        .map(|e| e["answer"].as_str().expect("answer").to_string())
+        .collect();
+    assert!(answers.len() >= 6);
+
+    // The server first answers with prose, then with JSON that breaks the schema.
+    let recorded = Arc::new(answers);
+    let server = {
+        let recorded = Arc::clone(&recorded);
+        MockServer::start(move |call, _| match call {
+            0 => MockReply::answer("Sure! I would start with a sketch on XY."),
+            1 => MockReply::answer(r#"{"operation": "pad"}"#),
+            n => recorded.get(n - 2).map_or(MockReply::status(500, "no more answers"), |a| MockReply::answer(a.clone())),
+        })
+        .expect("server")
+    };
+    let cache = dir.path().join("cache");
+    let live_out = dir.path().join("live");
+    let live = run(
+        &image,
+        &live_out,
+        &[
+            "--vlm",
+            "openai",
+            "--model",
+            "mock-model",
+            "--base-url",
+            &server.base_url(),
+            "--cache",
+            cache.to_str().expect("utf-8"),
+        ],
+        Some(KEY),
+    );
+    assert!(live.status.success(), "{}", String::from_utf8_lossy(&live.stderr));
+    assert_eq!(read(&live_out.join("program.json")), read(&oracle_out.join("program.json")));
+
+    let received = server.received();
+    assert_eq!(received.len(), recorded.len() + 2);
+    for r in &received {
+        let images = r.body["messages"][1]["content"].as_array().expect("parts").len() - 1;
+        assert!(images >= 1, "every stage shows at least the target");
+        assert_eq!(r.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    }
+    let calls: Vec<Value> = trace(&live_out).into_iter().filter(|e| e["event"] == "call").collect();
+    assert!(calls[0]["errors"][0].as_str().is_some_and(|e| e.contains("not JSON")), "{}", calls[0]);
+    assert!(calls[1]["errors"].as_array().is_some_and(|e| !e.is_empty()), "{}", calls[1]);
+    assert!(calls[2]["errors"].is_null() && calls[2]["try"] == 3, "the third try is valid: {}", calls[2]);
+    assert!(calls.iter().all(|c| c["usage"]["input_tokens"] == 1000));
+    let outcome: Value = serde_json::from_str(&read(&live_out.join("outcome.json"))).expect("outcome");
+    assert_eq!(outcome["usage"]["input_tokens"].as_u64(), Some(1000 * received.len() as u64));
+    assert!(read(&live_out.join("report.html")).contains("tokens in"));
+
+    // Replay: no server, no key, the same outputs.
+    drop(server);
+    let replay_out = dir.path().join("replay");
+    let replay = run(
+        &image,
+        &replay_out,
+        &[
+            "--vlm",
+            "openai",
+            "--model",
+            "mock-model",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--cache",
+            cache.to_str().expect("utf-8"),
+            "--cache-mode",
+            "replay",
+        ],
+        None,
+    );
+    assert!(replay.status.success(), "{}", String::from_utf8_lossy(&replay.stderr));
+    for file in ["program.json", "state.json"] {
+        assert_eq!(read(&replay_out.join(file)), read(&live_out.join(file)), "{file} differs in the replay");
+    }
+    assert!(trace(&replay_out).iter().filter(|e| e["event"] == "call").all(|c| c["cached"] == true));
+
+    // The key is in no file any of this wrote, nor on stderr.
+    for f in files_under(dir.path()) {
+        let bytes = std::fs::read(&f).expect("read");
+        assert!(!bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()), "{} holds the key", f.display());
+    }
+    assert!(!String::from_utf8_lossy(&live.stderr).contains(KEY));
+}
+
+#[test]
+fn a_missing_key_stops_before_freecad_starts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = repo_root().join("assets/examples/plate_counterbore.png");
+    let out = dir.path().join("out");
+    let r = run(&image, &out, &["--vlm", "openai", "--base-url", "https://api.openai.com/v1"], None);
+    assert!(!r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("VISION2CAD_API_KEY"), "{err}");
+    assert!(!out.join("trace.jsonl").exists(), "no work was done");
+}
