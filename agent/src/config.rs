@@ -146,6 +146,15 @@ mod tests {
     }
 
     #[test]
+    fn the_example_model_server_config_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/configs/model-server.toml");
+        let c = Config::from_file(&path).expect("the example config is valid");
+        assert_eq!(c.vlm.model, "gpt-4o");
+        assert_eq!(c.vlm.cache_mode, crate::vlm::CacheMode::Write);
+        assert!(c.vlm.prices.contains_key("gpt-4o-mini"));
+    }
+
+    #[test]
     fn unusable_values_are_refused_by_name() {
         let c = Config { part_radius: -1.0, ..Config::default() };
         assert!(c.check().expect_err("negative radius").to_string().contains("part_radius"));

@@ -29,6 +29,8 @@ pub enum BenchWhat {
     Eval(crate::cli::eval_bench::BenchEvalArgs),
     /// The loop: the harness's own time per step (kernel, rendering, prompts) with the oracle.
     Loop(crate::cli::loop_bench::LoopBench),
+    /// The chat client: its own time per call against a local mock server.
+    Vlm(crate::cli::vlm_bench::VlmBench),
 }
 
 pub fn run(args: &BenchArgs) -> Result<ExitCode> {
@@ -37,6 +39,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         BenchWhat::Render(r) => run_render(r),
         BenchWhat::Eval(e) => crate::cli::eval_bench::run(e),
         BenchWhat::Loop(l) => crate::cli::loop_bench::run(l),
+        BenchWhat::Vlm(v) => crate::cli::vlm_bench::run(v),
     }
 }
 

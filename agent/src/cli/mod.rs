@@ -11,3 +11,4 @@ pub mod gerd_cmd;
 pub mod loop_bench;
 pub mod reconstruct_cmd;
 pub mod render;
+pub mod vlm_bench;
