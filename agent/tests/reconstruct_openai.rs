@@ -159,3 +159,27 @@ fn a_missing_key_stops_before_freecad_starts() {
     assert!(err.contains("VISION2CAD_API_KEY"), "{err}");
     assert!(!out.join("trace.jsonl").exists(), "no work was done");
 }
+
+#[test]
+fn a_server_that_keeps_failing_ends_the_run_with_a_recorded_error_and_the_files_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = repo_root().join("assets/examples/plate_counterbore.png");
+    let server = MockServer::start(|_, _| MockReply::status(503, "the model is overloaded")).expect("server");
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "[vlm]\nretries = 1\nretry_delay = 0.01\n").expect("config");
+    let out = dir.path().join("out");
+    let r = run(
+        &image,
+        &out,
+        &["--vlm", "openai", "--base-url", &server.base_url(), "--config", config.to_str().expect("utf-8")],
+        Some(KEY),
+    );
+    assert_eq!(r.status.code(), Some(1), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(server.received().len(), 2, "one try and one retry");
+    let outcome: Value = serde_json::from_str(&read(&out.join("outcome.json"))).expect("outcome");
+    let failure = outcome["failure"].as_str().expect("a recorded failure");
+    assert!(failure.contains("HTTP 503") && failure.contains("overloaded"), "{failure}");
+    for file in ["program.json", "trace.jsonl", "report.html"] {
+        assert!(out.join(file).is_file(), "{file} written");
+    }
+}
