@@ -3,10 +3,13 @@
 //! connections, timeouts, broken bodies), the concurrency limit, the response cache, and
 //! the key kept out of every message.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
+use common::files_under;
 use serde_json::{Value, json};
 use vision2cad::vlm::mock::{MockReply, MockServer};
 use vision2cad::vlm::{ApiKey, CacheMode, ChatClient, Price, Request, ResponseFormat, Stage, Vlm, VlmError, VlmSettings};
@@ -247,7 +250,7 @@ fn the_cache_answers_repeated_requests_and_replays_without_a_server() {
     reader.answer(&other).expect("from the server");
     assert!(matches!(offline.answer(&other), Err(VlmError::NoAnswer { .. })), "read mode stored an answer");
     // No cached file holds the key.
-    for entry in walk(&cache) {
+    for entry in files_under(&cache) {
         let text = std::fs::read_to_string(&entry).expect("read");
         assert!(!text.contains(KEY), "{} holds the key", entry.display());
     }
@@ -275,21 +278,10 @@ fn concurrent_writers_share_one_cache_without_damage() {
     for t in threads {
         t.join().expect("thread");
     }
-    let files = walk(dir.path());
+    let files = files_under(dir.path());
     assert_eq!(files.len(), 10, "one file per distinct request");
     for f in files {
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&f).expect("read")).expect("whole JSON");
         assert!(v["text"].as_str().is_some_and(|t| t.starts_with("{\"verdict\"")));
     }
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).expect("read dir").map(|e| e.expect("entry").path()) {
-            if e.is_dir() { stack.push(e) } else { out.push(e) }
-        }
-    }
-    out
 }

@@ -32,19 +32,13 @@ fn generate_with(root: &Path, seed: u64, count: usize, workers: usize) {
 
 /// Every file under `root`, relative, with its bytes.
 fn files(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read dir") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let bytes = std::fs::read(&path).expect("read");
-                out.push((path.strip_prefix(root).expect("under root").to_path_buf(), bytes));
-            }
-        }
-    }
+    let mut out: Vec<_> = common::files_under(root)
+        .into_iter()
+        .map(|path| {
+            let bytes = std::fs::read(&path).expect("read");
+            (path.strip_prefix(root).expect("under root").to_path_buf(), bytes)
+        })
+        .collect();
     out.sort();
     out
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command as Process;
 use std::sync::Arc;
 
-use common::{binary, repo_root};
+use common::{binary, files_under, repo_root};
 use serde_json::Value;
 use vision2cad::vlm::mock::{MockReply, MockServer};
 
@@ -36,17 +36,6 @@ fn trace(out: &Path) -> Vec<Value> {
 
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for p in std::fs::read_dir(&d).expect("dir").map(|e| e.expect("entry").path()) {
-            if p.is_dir() { stack.push(p) } else { out.push(p) }
-        }
-    }
-    out
 }
 
 #[test]

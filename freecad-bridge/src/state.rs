@@ -29,21 +29,8 @@ pub struct ModelState {
 }
 
 impl Default for ModelState {
-    /// The state of a new document: no shape at all.
     fn default() -> Self {
-        ModelState {
-            valid: false,
-            empty: true,
-            volume: 0.0,
-            area: 0.0,
-            solids: 0,
-            bbox: None,
-            bodies: Vec::new(),
-            faces: Vec::new(),
-            edges: Vec::new(),
-            vertices: Vec::new(),
-            features: Vec::new(),
-        }
+        ModelState::empty()
     }
 }
 

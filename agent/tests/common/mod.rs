@@ -48,3 +48,15 @@ pub fn data_dir() -> Option<PathBuf> {
         std::env::var_os("VISION2CAD_DATA").map(PathBuf::from).unwrap_or_else(|| repo_root().join("../shared/data"));
     dir.is_dir().then_some(dir)
 }
+
+/// Every file below `dir`, at any depth.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for p in std::fs::read_dir(&d).expect("read dir").map(|e| e.expect("entry").path()) {
+            if p.is_dir() { stack.push(p) } else { out.push(p) }
+        }
+    }
+    out
+}
