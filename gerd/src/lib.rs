@@ -8,7 +8,8 @@
 //! - [`record`]: the `gerd-1` record format (`gerd/FORMAT.md`) and its writer;
 //! - [`generate`]: seeded procedural part families that use every operation;
 //! - [`validate`]: re-execute records and compare with their stored STEP;
-//! - [`export`]: training samples (next command, entity selection) as JSONL or LLaVA.
+//! - [`export`]: training samples (next command, entity selection) as JSONL or LLaVA;
+//! - [`retrieve`]: GERD-RET, similar steps from an HNSW index for the loop's Stage 1.
 //!
 //! ```no_run
 //! use freecad_bridge::{Session, WorkerConfig};
@@ -28,6 +29,7 @@ pub mod export;
 pub mod generate;
 pub mod import;
 pub mod record;
+pub mod retrieve;
 pub mod validate;
 
 pub use error::GerdError;
