@@ -139,7 +139,8 @@ mod tests {
         assert_eq!(c.part_radius, 50.0);
         assert!(toml::from_str::<Config>("no_such_key = 1").is_err());
         assert_eq!(c.ablations.names(), vec!["no_pgr"]);
-        let c: Config = toml::from_str("[vlm]\nmodel = \"m\"\n[vlm.prices.m]\ninput = 1.0\noutput = 2.0").expect("parses");
+        let c: Config =
+            toml::from_str("[vlm]\nmodel = \"m\"\n[vlm.prices.m]\ninput = 1.0\noutput = 2.0").expect("parses");
         assert_eq!(c.vlm.model, "m");
         assert_eq!(c.vlm.prices["m"].cost(1_000_000, 500_000), 2.0);
         assert!(toml::from_str::<Config>("[vlm]\napi_key = \"sk-x\"").is_err(), "keys live in the environment only");

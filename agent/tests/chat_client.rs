@@ -12,12 +12,15 @@ use base64::Engine;
 use common::files_under;
 use serde_json::{Value, json};
 use vision2cad::vlm::mock::{MockReply, MockServer};
-use vision2cad::vlm::{ApiKey, CacheMode, ChatClient, Price, Request, ResponseFormat, Stage, Vlm, VlmError, VlmSettings};
+use vision2cad::vlm::{
+    ApiKey, CacheMode, ChatClient, Price, Request, ResponseFormat, Stage, Vlm, VlmError, VlmSettings,
+};
 
 const KEY: &str = "sk-test-0123456789abcdef";
 
 fn settings() -> VlmSettings {
-    let mut s = VlmSettings { model: "mock-model".into(), retry_delay: 0.01, retries: 3, timeout: 5.0, ..Default::default() };
+    let mut s =
+        VlmSettings { model: "mock-model".into(), retry_delay: 0.01, retries: 3, timeout: 5.0, ..Default::default() };
     s.prices.insert("mock-model".into(), Price { input: 2.0, output: 8.0 });
     s
 }
@@ -140,8 +143,9 @@ fn transient_failures_are_retried_and_the_answer_arrives() {
         ("slow answer", MockReply::Delay(Duration::from_secs(3), Box::new(MockReply::answer(ACCEPT)))),
     ];
     for (what, failure) in cases {
-        let server = MockServer::start(move |call, _| if call == 0 { failure.clone() } else { MockReply::answer(ACCEPT) })
-            .expect("server");
+        let server =
+            MockServer::start(move |call, _| if call == 0 { failure.clone() } else { MockReply::answer(ACCEPT) })
+                .expect("server");
         let mut vlm = client(&server, VlmSettings { timeout: 1.0, ..settings() });
         let reply = vlm.answer(&request(vec![])).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(reply.text, ACCEPT, "{what}");
@@ -191,6 +195,47 @@ fn the_last_failure_is_a_clear_error_and_the_key_never_shows() {
 }
 
 #[test]
+fn a_wait_longer_than_ten_minutes_is_not_honoured_but_reported() {
+    let server = MockServer::start(|_, _| MockReply::Status {
+        code: 429,
+        headers: vec![("Retry-After".into(), "1e25".into())],
+        body: json!({"error": {"message": "come back next year"}}).to_string(),
+    })
+    .expect("server");
+    let mut vlm = client(&server, settings());
+    let err = vlm.answer(&request(vec![])).expect_err("gives up").to_string();
+    assert!(err.contains("HTTP 429") && err.contains("next year"), "{err}");
+    assert_eq!(server.received().len(), 1);
+}
+
+#[test]
+fn clients_refused_at_once_step_down_one_format_only() {
+    let server = MockServer::start(|_, body| {
+        if body["response_format"]["type"] == "json_schema" {
+            MockReply::Delay(
+                Duration::from_millis(100),
+                Box::new(MockReply::status(400, "response_format json_schema is not supported")),
+            )
+        } else {
+            MockReply::answer(ACCEPT)
+        }
+    })
+    .expect("server");
+    let vlm = client(&server, settings());
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let mut vlm = vlm.clone();
+            std::thread::spawn(move || vlm.answer(&request(vec![])).map(|r| r.text))
+        })
+        .collect();
+    for t in threads {
+        assert_eq!(t.join().expect("thread").expect("answer"), ACCEPT);
+    }
+    assert_eq!(vlm.response_format(), ResponseFormat::JsonObject, "not stepped past json_object");
+    assert!(server.received().iter().all(|r| r.body["response_format"].is_object()), "never plain text");
+}
+
+#[test]
 fn a_missing_key_is_an_error_before_any_request() {
     let err = ChatClient::new(settings(), "https://api.openai.com/v1".into(), None).expect_err("no key");
     assert!(err.to_string().contains("VISION2CAD_API_KEY"), "{err}");
@@ -235,10 +280,11 @@ fn the_cache_answers_repeated_requests_and_replays_without_a_server() {
     assert_eq!(second.usage.and_then(|u| u.cost), Some(0.0), "nothing paid for a cached answer");
     assert_eq!(server.received().len(), 1);
 
-    // Replay: no server (a closed port), no key; a request the cache does not hold fails.
-    let dead = "http://127.0.0.1:9/v1".to_string();
+    // Replay: a server that needs a key, no key, and no request leaves this machine (the
+    // answer comes from the cache); a request the cache does not hold fails.
+    let remote = "https://api.openai.com/v1".to_string();
     let replay = VlmSettings { cache_mode: CacheMode::Replay, ..write.clone() };
-    let mut offline = ChatClient::new(replay, dead, None).expect("replay needs no key");
+    let mut offline = ChatClient::new(replay, remote, None).expect("replay needs no key");
     assert_eq!(offline.answer(&request(vec![image.clone()])).expect("replayed").text, ACCEPT);
     let mut other = request(vec![image]);
     other.text.push_str(" Again.");
@@ -264,19 +310,32 @@ fn concurrent_writers_share_one_cache_without_damage() {
     let write = VlmSettings { cache: Some(dir.path().to_path_buf()), cache_mode: CacheMode::Write, ..settings() };
     let threads: Vec<_> = (0..8)
         .map(|i| {
-            // Separate clients, as separate processes would have; half the requests coincide.
+            // Separate clients, as separate processes would have; half the requests coincide,
+            // and the server answers each call differently.
             let mut vlm = client(&server, write.clone());
             std::thread::spawn(move || {
-                for j in 0..5 {
-                    let mut r = request(vec![]);
-                    r.text = format!("question {}", (i % 2) * 100 + j);
-                    vlm.answer(&r).expect("answer");
-                }
+                (0..5)
+                    .map(|j| {
+                        let mut r = request(vec![]);
+                        r.text = format!("question {}", (i % 2) * 100 + j);
+                        (r.text.clone(), vlm.answer(&r).expect("answer").text)
+                    })
+                    .collect::<Vec<_>>()
             })
         })
         .collect();
-    for t in threads {
-        t.join().expect("thread");
+    let answers: Vec<(String, String)> = threads.into_iter().flat_map(|t| t.join().expect("thread")).collect();
+    // Every client used the answer the cache keeps for its question: a replay repeats each run.
+    let mut replay = ChatClient::new(
+        VlmSettings { cache_mode: CacheMode::Replay, ..write.clone() },
+        "http://127.0.0.1:9/v1".into(),
+        None,
+    )
+    .expect("replay");
+    for (question, answer) in answers {
+        let mut r = request(vec![]);
+        r.text = question;
+        assert_eq!(replay.answer(&r).expect("cached").text, answer);
     }
     let files = files_under(dir.path());
     assert_eq!(files.len(), 10, "one file per distinct request");

@@ -63,7 +63,9 @@ fn a_model_server_drives_the_loop_and_the_cache_replays_it_offline() {
         MockServer::start(move |call, _| match call {
             0 => MockReply::answer("Sure! I would start with a sketch on XY."),
             1 => MockReply::answer(r#"{"operation": "pad"}"#),
-            n => recorded.get(n - 2).map_or(MockReply::status(500, "no more answers"), |a| MockReply::answer(a.clone())),
+            n => {
+                recorded.get(n - 2).map_or(MockReply::status(500, "no more answers"), |a| MockReply::answer(a.clone()))
+            }
         })
         .expect("server")
     };
@@ -114,8 +116,9 @@ fn a_model_server_drives_the_loop_and_the_cache_replays_it_offline() {
             "openai",
             "--model",
             "mock-model",
+            // A server that needs a key, and no key: replay contacts nothing.
             "--base-url",
-            "http://127.0.0.1:9/v1",
+            "https://api.openai.com/v1",
             "--cache",
             cache.to_str().expect("utf-8"),
             "--cache-mode",

@@ -97,7 +97,12 @@ pub fn run(args: &VlmBench) -> Result<ExitCode> {
     for (name, v) in rows {
         println!("{name:<58} {:>10.3} {:>10.2}", v * 1e3, v / reference);
     }
-    println!("{:<58} {:>10.3} {:>10.2}", "reference: bare POST of the same body, response parsed", reference * 1e3, 1.0);
+    println!(
+        "{:<58} {:>10.3} {:>10.2}",
+        "reference: bare POST of the same body, response parsed",
+        reference * 1e3,
+        1.0
+    );
     println!("client overhead over the bare POST: {:.3} ms per call", (full - reference) * 1e3);
     if let Some(path) = &args.json {
         let report = json!({

@@ -3,8 +3,8 @@
 //!
 //! `DIR/ab/abcdef....json` holds the answer to the request whose SHA-256 is `abcdef...`.
 //! Files are written to a temporary name in the same folder and renamed into place, so
-//! several processes can share one directory: a reader sees a whole file or none, and two
-//! writers of the same request write the same answer.
+//! several processes can share one directory: a reader sees a whole file or none, and when
+//! two writers store an answer to the same request, the first one stays and both use it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -73,10 +73,11 @@ impl ResponseCache {
         Ok(Some(reply))
     }
 
-    /// Store an answer (only in `write` mode; a no-op otherwise).
-    pub fn put(&self, reply: &CachedReply) -> Result<(), String> {
+    /// Store an answer (only in `write` mode) and return the answer the cache holds for its
+    /// request: this one, or the one another process stored first.
+    pub fn put(&self, reply: &CachedReply) -> Result<CachedReply, String> {
         if self.mode != CacheMode::Write {
-            return Ok(());
+            return Ok(reply.clone());
         }
         let path = self.path(&reply.key);
         let folder = path.parent().unwrap_or(&self.dir);
@@ -86,8 +87,20 @@ impl ResponseCache {
         let mut bytes = serde_json::to_vec_pretty(reply).map_err(|e| fail(std::io::Error::other(e)))?;
         bytes.push(b'\n');
         file.write_all(&bytes).map_err(fail)?;
-        file.persist(&path).map_err(|e| fail(e.error))?;
-        Ok(())
+        // Readable by whoever shares the directory, like any file the user creates.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = file.as_file().set_permissions(std::fs::Permissions::from_mode(0o644));
+        }
+        file.as_file().sync_all().map_err(fail)?;
+        match file.persist_noclobber(&path) {
+            Ok(_) => Ok(reply.clone()),
+            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
+                self.get(&reply.key)?.ok_or_else(|| format!("{} vanished while it was stored", path.display()))
+            }
+            Err(e) => Err(fail(e.error)),
+        }
     }
 }
 
@@ -159,8 +172,10 @@ mod tests {
         let key = digest(&json!({"a": 1}));
         assert_eq!(cache.get(&key).expect("get"), None);
         let reply = CachedReply { key: key.clone(), model: "m".into(), text: "{}".into(), usage: None };
-        cache.put(&reply).expect("put");
-        assert_eq!(cache.get(&key).expect("get"), Some(reply));
+        assert_eq!(cache.put(&reply).expect("put"), reply);
+        assert_eq!(cache.get(&key).expect("get"), Some(reply.clone()));
+        let later = CachedReply { text: "{\"other\": 1}".into(), ..reply.clone() };
+        assert_eq!(cache.put(&later).expect("second put"), reply, "the first answer stays");
         std::fs::write(cache.path(&key), "{not json").expect("damage");
         let err = cache.get(&key).expect_err("damaged");
         assert!(err.contains(&key) && err.contains("damaged"), "{err}");

@@ -66,6 +66,8 @@ struct State {
     max_in_flight: AtomicUsize,
     calls: AtomicUsize,
     stop: AtomicBool,
+    /// Messages of handler panics (a failed assertion inside a handler).
+    panics: Mutex<Vec<String>>,
 }
 
 /// The server; it stops when dropped.
@@ -129,6 +131,11 @@ impl Drop for MockServer {
         if let Some(handle) = self.accept.take() {
             let _ = handle.join();
         }
+        // An assertion that failed inside a handler fails the test that owns the server.
+        let panics = self.state.panics.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        if !panics.is_empty() && !std::thread::panicking() {
+            panic!("the mock server's handler panicked: {}", panics.join("; "));
+        }
     }
 }
 
@@ -137,9 +144,20 @@ fn serve(stream: TcpStream, state: &State, handler: &Handler) {
     let call = state.calls.fetch_add(1, Ordering::SeqCst);
     let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     state.max_in_flight.fetch_max(now, Ordering::SeqCst);
-    let reply = handler(call, &received.body);
+    let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(call, &received.body)));
     state.received.lock().unwrap_or_else(PoisonError::into_inner).push(received);
-    respond(stream, reply);
+    match reply {
+        Ok(reply) => respond(stream, reply),
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "a handler panicked".into());
+            state.panics.lock().unwrap_or_else(PoisonError::into_inner).push(message);
+            respond(stream, MockReply::status(500, "the mock's handler panicked"));
+        }
+    }
     state.in_flight.fetch_sub(1, Ordering::SeqCst);
 }
 

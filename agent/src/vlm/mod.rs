@@ -21,8 +21,8 @@ use views::SketchMeta;
 
 use crate::config::Ablations;
 
-pub use oracle::{GroundTruth, Oracle};
 pub use openai::ChatClient;
+pub use oracle::{GroundTruth, Oracle};
 pub use scripted::Scripted;
 pub use settings::{ApiKey, CacheMode, Price, ResponseFormat, VlmSettings};
 

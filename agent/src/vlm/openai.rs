@@ -36,7 +36,8 @@ use super::{Reply, Request, Usage, Vlm, VlmError};
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
 
 /// A chat-completions client. Clones share the connection pool, the concurrency limit, the
-/// negotiated request shape and the cache.
+/// negotiated request shape and the cache. It is blocking: call it from ordinary threads
+/// (the loop's), not from inside an async runtime.
 #[derive(Debug, Clone)]
 pub struct ChatClient {
     shared: Arc<Shared>,
@@ -69,9 +70,17 @@ struct Shape {
 /// Why one HTTP attempt failed.
 #[derive(Debug)]
 enum CallError {
-    Status { code: u16, retry_after: Option<Duration>, message: String },
+    Status {
+        code: u16,
+        retry_after: Option<Duration>,
+        message: String,
+    },
     Transport(String),
+    /// Not JSON: a transfer cut short or a proxy's page; worth another try.
     BadBody(String),
+    /// A well-formed response without an answer (a refusal, no content): asking again
+    /// would be paid for and answered the same.
+    NoAnswer(String),
 }
 
 impl CallError {
@@ -79,6 +88,7 @@ impl CallError {
         match self {
             CallError::Status { code, .. } => matches!(code, 408 | 409 | 425 | 429 | 500..=599),
             CallError::Transport(_) | CallError::BadBody(_) => true,
+            CallError::NoAnswer(_) => false,
         }
     }
 
@@ -96,6 +106,7 @@ impl std::fmt::Display for CallError {
             CallError::Status { code, message, .. } => write!(f, "HTTP {code}: {message}"),
             CallError::Transport(m) => f.write_str(m),
             CallError::BadBody(m) => write!(f, "unreadable response: {m}"),
+            CallError::NoAnswer(m) => f.write_str(m),
         }
     }
 }
@@ -126,7 +137,12 @@ impl ChatClient {
     /// A client for the server at `base_url`. Checks the settings, the cache directory, and
     /// that a key is there when the server needs one, before any request is made.
     pub fn new(settings: VlmSettings, base_url: String, key: Option<ApiKey>) -> Result<ChatClient, VlmError> {
-        let fail = |reason: String| VlmError::Failed { backend: settings.model.clone(), reason };
+        // A server configured as keyless never receives the key from the environment.
+        let key = if settings.needs_key == Some(false) { None } else { key };
+        let fail = |reason: String| VlmError::Failed {
+            backend: settings.model.clone(),
+            reason: ApiKey::redact(key.as_ref(), &reason),
+        };
         settings.check().map_err(fail)?;
         super::settings::check_base_url(&base_url).map_err(fail)?;
         let replay = settings.cache_mode == CacheMode::Replay;
@@ -190,8 +206,15 @@ impl Shared {
     }
 
     /// Change what is sent after a refusal; false when there is nothing left to change.
-    fn adapt(&self, refusal: Refusal) -> bool {
+    fn adapt(&self, refusal: Refusal, used: Shape) -> bool {
         let mut shape = self.shape.lock().unwrap_or_else(PoisonError::into_inner);
+        if shape.format != used.format
+            || shape.completion_tokens_field != used.completion_tokens_field
+            || shape.send_temperature != used.send_temperature
+        {
+            // Another call already adapted to this server: ask again in the new shape.
+            return true;
+        }
         let auto = self.settings.response_format == ResponseFormat::Auto;
         match refusal {
             Refusal::Format if auto => match shape.format.weaker() {
@@ -259,14 +282,18 @@ impl Shared {
 
     /// One HTTP attempt, holding a slot of the concurrency limit.
     async fn post(&self, body: &[u8]) -> Result<(String, Usage), CallError> {
-        let _slot = self.limit.acquire().await.map_err(|_| CallError::Transport("the client is shutting down".into()))?;
+        let _slot =
+            self.limit.acquire().await.map_err(|_| CallError::Transport("the client is shutting down".into()))?;
         let mut request = self
             .http
             .post(format!("{}/chat/completions", self.base_url))
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body.to_vec());
         if let Some(key) = &self.key {
-            request = request.header(reqwest::header::AUTHORIZATION, key.header_value());
+            let mut value = reqwest::header::HeaderValue::from_str(&key.header_value())
+                .map_err(|_| CallError::NoAnswer("the API key holds characters an HTTP header cannot carry".into()))?;
+            value.set_sensitive(true);
+            request = request.header(reqwest::header::AUTHORIZATION, value);
         }
         let response = request.send().await.map_err(|e| self.transport(e))?;
         let status = response.status();
@@ -302,18 +329,29 @@ impl Shared {
 
     /// The answer text and token counts of a chat completion.
     fn completion(&self, value: &Value) -> Result<(String, Usage), CallError> {
-        let message = &value["choices"][0]["message"];
+        let choice = &value["choices"][0];
+        let message = &choice["message"];
+        let finish = choice["finish_reason"].as_str().unwrap_or("none");
         if message.is_null() {
-            return Err(CallError::BadBody("no choices[0].message".into()));
+            return Err(CallError::NoAnswer(format!(
+                "the response has no choices[0].message (finish_reason {finish})"
+            )));
+        }
+        if finish == "length" {
+            tracing::warn!("{}: the answer was cut at max_tokens = {}", self.settings.model, self.settings.max_tokens);
         }
         if let Some(refusal) = message["refusal"].as_str().filter(|r| !r.is_empty()) {
-            return Err(CallError::Status { code: 200, retry_after: None, message: format!("the model refused: {refusal}") });
+            return Err(CallError::NoAnswer(format!("the model refused: {refusal}")));
         }
         let text = match &message["content"] {
             Value::String(s) => s.clone(),
             // Some servers return content as a list of parts.
             Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(""),
-            _ => return Err(CallError::BadBody("choices[0].message.content is not text".into())),
+            _ => {
+                return Err(CallError::NoAnswer(format!(
+                    "choices[0].message.content is not text (finish_reason {finish})"
+                )));
+            }
         };
         let input_tokens = value["usage"]["prompt_tokens"].as_u64().unwrap_or(0);
         let output_tokens = value["usage"]["completion_tokens"].as_u64().unwrap_or(0);
@@ -340,7 +378,7 @@ impl Shared {
             .retry(backoff)
             .sleep(tokio::time::sleep)
             .when(|e| e.retryable() && e.retry_after().is_none_or(|d| d <= MAX_RETRY_AFTER))
-            .adjust(|e, next| next.map(|d| e.retry_after().unwrap_or(d)))
+            .adjust(|e, next| next.map(|d| e.retry_after().map_or(d, |asked| asked.max(d))))
             .notify(|e, wait| {
                 tracing::warn!(
                     "{} at {}: {}; retrying in {:.1} s",
@@ -355,7 +393,7 @@ impl Shared {
                 Ok(answer) => return Ok(answer),
                 Err(e) => {
                     if let Some(r) = refusal(&e)
-                        && self.adapt(r)
+                        && self.adapt(r, shape)
                     {
                         continue;
                     }
@@ -413,7 +451,8 @@ fn encode_image(path: &std::path::Path, max_side: Option<u32>) -> Result<Encoded
 fn parse_retry_after(value: &str) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+        // A wait too long to represent is a wait too long to honour: past MAX_RETRY_AFTER.
+        return (seconds >= 0.0).then(|| Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX));
     }
     let when = httpdate::parse_http_date(value).ok()?;
     Some(when.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO))
@@ -425,7 +464,9 @@ fn server_message(body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let message = parsed
         .as_ref()
-        .and_then(|v| v["error"]["message"].as_str().or(v["error"].as_str()).or(v["message"].as_str()).map(str::to_owned))
+        .and_then(|v| {
+            v["error"]["message"].as_str().or(v["error"].as_str()).or(v["message"].as_str()).map(str::to_owned)
+        })
         .unwrap_or_else(|| body.trim().to_string());
     let mut short: String = message.chars().take(400).collect();
     if short.len() < message.len() {
@@ -463,14 +504,26 @@ impl Vlm for ChatClient {
             if cache.mode() == CacheMode::Replay {
                 return Err(VlmError::NoAnswer {
                     backend: self.name(),
-                    reason: format!("the response cache holds no answer to this {} request ({key})", request.stage.name()),
+                    reason: format!(
+                        "the response cache holds no answer to this {} request ({key})",
+                        request.stage.name()
+                    ),
                 });
             }
         }
         let (text, usage) = shared.runtime.block_on(shared.ask(request, &images)).map_err(|e| self.fail(e))?;
         if let Some(cache) = &shared.cache {
-            let stored = CachedReply { key, model: s.model.clone(), text: text.clone(), usage: Some(usage) };
-            cache.put(&stored).map_err(|e| self.fail(e))?;
+            let fresh = CachedReply { key, model: s.model.clone(), text: text.clone(), usage: Some(usage) };
+            match cache.put(&fresh) {
+                // Another process stored an answer to the same request first: use that one, so
+                // every run that shares the cache replays to what it did.
+                Ok(stored) if stored.text != text => {
+                    return Ok(Reply { text: stored.text, usage: Some(usage), cached: false });
+                }
+                Ok(_) => {}
+                // The answer is paid for: a cache that cannot store it costs the cache, not the run.
+                Err(e) => tracing::warn!("{e}"),
+            }
         }
         Ok(Reply { text, usage: Some(usage), cached: false })
     }

@@ -195,14 +195,14 @@ impl VlmSettings {
         {
             return Err("vlm.image_size must be between 64 and 8192 pixels".into());
         }
-        if !(self.timeout.is_finite() && self.timeout > 0.0) {
-            return Err("vlm.timeout must be a positive number of seconds".into());
+        if !(self.timeout > 0.0 && self.timeout <= 3600.0) {
+            return Err("vlm.timeout must be between 0 and 3600 seconds".into());
         }
-        if !(self.retry_delay.is_finite() && self.retry_delay > 0.0) {
-            return Err("vlm.retry_delay must be a positive number of seconds".into());
+        if !(self.retry_delay > 0.0 && self.retry_delay <= 60.0) {
+            return Err("vlm.retry_delay must be between 0 and 60 seconds".into());
         }
-        if self.concurrency == 0 {
-            return Err("vlm.concurrency must be at least 1".into());
+        if !(1..=1024).contains(&self.concurrency) {
+            return Err("vlm.concurrency must be between 1 and 1024".into());
         }
         if self.cache_mode != CacheMode::Off && self.cache.is_none() {
             return Err(format!("vlm.cache_mode = {:?} needs vlm.cache, a directory", self.cache_mode));
@@ -226,9 +226,10 @@ impl VlmSettings {
 
 /// A base URL must be http(s) and must not carry credentials (they would end up in logs).
 pub fn check_base_url(url: &str) -> Result<(), String> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| format!("base URL {url:?} is not a URL: {e}"))?;
+    // The URL itself is not echoed: a malformed one may carry a secret.
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("the base URL is not a URL ({e})"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(format!("base URL {url:?} must start with http:// or https://"));
+        return Err(format!("the base URL must start with http:// or https://, not {}://", parsed.scheme()));
     }
     if !parsed.username().is_empty() || parsed.password().is_some() || parsed.query().is_some() {
         return Err("the base URL must not carry credentials or a query; give the key in VISION2CAD_API_KEY".into());
@@ -264,8 +265,17 @@ impl ApiKey {
     /// replaced by `[redacted]`.
     pub fn redact(key: Option<&ApiKey>, text: &str) -> String {
         let mut out = text.to_string();
-        if let Some(ApiKey(k)) = key {
+        // Placeholder keys of local servers ("EMPTY", "ollama") are no secret, and replacing
+        // them would garble every message.
+        if let Some(ApiKey(k)) = key.filter(|k| k.0.chars().count() >= 12) {
             out = out.replace(k.as_str(), "[redacted]");
+            let chars: Vec<char> = k.chars().collect();
+            let head: String = chars[..8].iter().collect();
+            let tail: String = chars[chars.len() - 4..].iter().collect();
+            out = out.replace(&head, "[redacted]");
+            for mark in ["*", "\u{2026}", "."] {
+                out = out.replace(&format!("{mark}{tail}"), &format!("{mark}[redacted]"));
+            }
         }
         redact_key_shapes(&out)
     }
@@ -322,6 +332,15 @@ mod tests {
     }
 
     #[test]
+    fn echoed_fragments_of_unprefixed_keys_are_redacted_and_placeholders_left_alone() {
+        let key = ApiKey::new("AIzaSyD4e5f6g7h8i9j0kLmN").expect("key");
+        let out = ApiKey::redact(Some(&key), "API key not valid: AIzaSyD4...***kLmN for model ollama/llava");
+        assert!(!out.contains("AIzaSyD4") && !out.contains("kLmN"), "{out}");
+        let placeholder = ApiKey::new("ollama").expect("key");
+        assert_eq!(ApiKey::redact(Some(&placeholder), "model ollama/llava"), "model ollama/llava");
+    }
+
+    #[test]
     fn local_servers_need_no_key_unless_configured() {
         let s = VlmSettings::default();
         assert!(s.key_needed("https://api.openai.com/v1"));
@@ -338,6 +357,10 @@ mod tests {
         assert!(bad.check().expect_err("no cache dir").contains("vlm.cache"));
         let bad = VlmSettings { base_url: Some("https://user:pw@example.com/v1".into()), ..VlmSettings::default() };
         assert!(bad.check().expect_err("credentials").contains("credentials"));
+        let bad = VlmSettings { base_url: Some("htps//sk-secret-value@host".into()), ..VlmSettings::default() };
+        assert!(!bad.check().expect_err("not a URL").contains("sk-secret"), "the URL is not echoed");
+        let bad = VlmSettings { timeout: 1e30, ..VlmSettings::default() };
+        assert!(bad.check().expect_err("timeout").contains("vlm.timeout"));
         let bad = VlmSettings { temperature: 3.0, ..VlmSettings::default() };
         assert!(bad.check().expect_err("temperature").contains("temperature"));
     }

@@ -223,9 +223,8 @@ impl RetrievalIndex {
             }
             digests.insert(record.id.clone(), hex_digest(&bytes));
             let target_path = dir.join(&record.files.target);
-            let target = image::open(&target_path)
-                .map_err(|e| err(format!("{}: {e}", target_path.display())))?
-                .to_rgb8();
+            let target =
+                image::open(&target_path).map_err(|e| err(format!("{}: {e}", target_path.display())))?.to_rgb8();
             let image = embedder.embed_image(&target).map_err(|e| err(format!("{}: {e}", target_path.display())))?;
             for (entry, history_len) in operation_entries(&record, &root) {
                 let step = &record.steps[entry.step];
@@ -278,7 +277,9 @@ impl RetrievalIndex {
         let bytes: Vec<u8> = self.vectors.iter().flat_map(|x| x.to_le_bytes()).collect();
         let vectors = dir.join(VECTORS_FILE);
         std::fs::write(&vectors, bytes).map_err(|e| GerdError::io(&vectors, e))?;
-        self.hnsw.file_dump(dir, GRAPH_NAME).map_err(|e| err(format!("cannot write the graph in {}: {e}", dir.display())))?;
+        self.hnsw
+            .file_dump(dir, GRAPH_NAME)
+            .map_err(|e| err(format!("cannot write the graph in {}: {e}", dir.display())))?;
         // The metadata last: an index without it is not an index.
         crate::record::write_json(&dir.join(META_FILE), &self.meta)
     }
@@ -288,12 +289,19 @@ impl RetrievalIndex {
     pub fn load(dir: &Path, embedder_id: &str) -> Result<RetrievalIndex, GerdError> {
         let meta_path = dir.join(META_FILE);
         if !meta_path.is_file() {
-            return Err(err(format!("{} is not a retrieval index (no {META_FILE}; build one with `vision2cad gerd index`)", dir.display())));
+            return Err(err(format!(
+                "{} is not a retrieval index (no {META_FILE}; build one with `vision2cad gerd index`)",
+                dir.display()
+            )));
         }
         let text = std::fs::read_to_string(&meta_path).map_err(|e| GerdError::io(&meta_path, e))?;
         let meta: IndexMeta = serde_json::from_str(&text).map_err(|e| err(format!("{}: {e}", meta_path.display())))?;
         if meta.format != INDEX_FORMAT {
-            return Err(err(format!("{}: index format {} is not {INDEX_FORMAT}; rebuild it", dir.display(), meta.format)));
+            return Err(err(format!(
+                "{}: index format {} is not {INDEX_FORMAT}; rebuild it",
+                dir.display(),
+                meta.format
+            )));
         }
         if meta.embedder != embedder_id {
             return Err(err(format!(
@@ -306,16 +314,19 @@ impl RetrievalIndex {
         let bytes = std::fs::read(&vectors_path).map_err(|e| GerdError::io(&vectors_path, e))?;
         let dim = meta.image_dim + meta.state_dim;
         if bytes.len() != meta.entries.len() * dim * 4 {
-            return Err(err(format!("{}: {} bytes, expected {}", vectors_path.display(), bytes.len(), meta.entries.len() * dim * 4)));
+            return Err(err(format!(
+                "{}: {} bytes, expected {}",
+                vectors_path.display(),
+                bytes.len(),
+                meta.entries.len() * dim * 4
+            )));
         }
-        let vectors: Vec<f32> =
-            bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let vectors: Vec<f32> = bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
         // hnsw_rs ties the graph's lifetime to its loader; one loader per loaded index lives
         // as long as the process.
         let loader: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(dir, GRAPH_NAME)));
-        let hnsw: Hnsw<'static, f32, DotDistance> = loader
-            .load_hnsw()
-            .map_err(|e| err(format!("cannot read the graph in {}: {e}", dir.display())))?;
+        let hnsw: Hnsw<'static, f32, DotDistance> =
+            loader.load_hnsw().map_err(|e| err(format!("cannot read the graph in {}: {e}", dir.display())))?;
         if hnsw.get_nb_point() != meta.entries.len() {
             return Err(err(format!("{}: the graph and index.json disagree on the number of steps", dir.display())));
         }
@@ -338,8 +349,12 @@ impl RetrievalIndex {
 
     /// The `k` nearest steps by HNSW (`ef` candidates), best first, without diversity.
     pub fn nearest(&self, query: &[f32], k: usize, ef: usize) -> Vec<(usize, f32)> {
-        let mut found: Vec<(usize, f32)> =
-            self.hnsw.search(query, k, ef.max(k)).into_iter().map(|n| (n.d_id, dot(query, self.vector(n.d_id)))).collect();
+        let mut found: Vec<(usize, f32)> = self
+            .hnsw
+            .search(query, k, ef.max(k))
+            .into_iter()
+            .map(|n| (n.d_id, dot(query, self.vector(n.d_id))))
+            .collect();
         found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         found.truncate(k);
         found

@@ -27,4 +27,7 @@
 pub mod embed;
 mod index;
 
-pub use index::{DatasetInfo, EF_SEARCH, Entry, Example, Hit, INDEX_FORMAT, IndexMeta, RetrievalIndex, SketchOn, combine, from_vectors};
+pub use index::{
+    DatasetInfo, EF_SEARCH, Entry, Example, Hit, INDEX_FORMAT, IndexMeta, RetrievalIndex, SketchOn, combine,
+    from_vectors,
+};
