@@ -59,6 +59,10 @@ pub struct Config {
     pub snap_tolerance: f64,
     /// Prompt templates; the built-in ones when unset.
     pub prompts: Option<PathBuf>,
+    /// The GERD-RET index Stage 1 retrieves examples from (`vision2cad gerd index`).
+    pub rag_index: Option<PathBuf>,
+    /// Retrieved examples per Stage 1 call, at most one per part.
+    pub rag_k: usize,
     #[serde(flatten)]
     pub ablations: Ablations,
     /// The model server (`--vlm openai`): the `[vlm]` table.
@@ -76,6 +80,8 @@ impl Default for Config {
             part_radius: 50.0,
             snap_tolerance: 0.002,
             prompts: None,
+            rag_index: None,
+            rag_k: 3,
             ablations: Ablations::default(),
             vlm: crate::vlm::VlmSettings::default(),
         }
@@ -121,6 +127,9 @@ impl Config {
         }
         if !(self.snap_tolerance.is_finite() && self.snap_tolerance >= 0.0) {
             return bad("snap_tolerance must be zero or positive");
+        }
+        if !(1..=10).contains(&self.rag_k) {
+            return bad("rag_k must be between 1 and 10");
         }
         self.vlm.check().map_err(ConfigError::Invalid)
     }

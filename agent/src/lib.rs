@@ -31,6 +31,7 @@ pub mod config;
 pub mod lcb;
 pub mod pgr;
 pub mod prompts;
+pub mod rag;
 pub mod register;
 pub mod report;
 pub mod selectors;
@@ -77,6 +78,8 @@ pub enum LoopError {
     Io { path: String, source: std::io::Error },
     #[error("cannot resume from {path}: {reason}")]
     Resume { path: String, reason: String },
+    #[error("retrieval (RAG): {0}")]
+    Rag(String),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LoopError + '_ {
@@ -193,6 +196,8 @@ struct Run<'a> {
     name: String,
     /// The scene of the current accepted state, once tessellated.
     scene: Option<Rc<Scene>>,
+    /// GERD-RET, when an index is configured and RAG is on.
+    retriever: Option<rag::Retriever>,
 }
 
 /// Reconstruct the part in `image` into `out` (created if missing): `model.FCStd`,
@@ -216,6 +221,10 @@ pub fn reconstruct(
         .to_rgb8();
     let target = Target::analyse(picture, &image.display().to_string())?;
     let prompts = Prompts::load(config.prompts.as_deref())?;
+    let retriever = match (&config.rag_index, config.ablations.no_rag) {
+        (Some(index), false) => Some(rag::Retriever::open(index, &target.image, config.rag_k)?),
+        _ => None,
+    };
     std::fs::create_dir_all(out.join("views")).map_err(io(out))?;
     let name = image.file_stem().map_or("part".into(), |s| s.to_string_lossy().into_owned());
     let mut run = Run {
@@ -233,6 +242,7 @@ pub fn reconstruct(
         usage: Usage::default(),
         name,
         scene: None,
+        retriever,
     };
     let target_image = run.target.image.clone();
     run.save(&target_image, "target.png")?;
@@ -244,6 +254,12 @@ pub fn reconstruct(
         run.trace.event(json!({"event": "start", "image": image.display().to_string(), "backend": vlm.name(),
             "config": config, "prompts": run.prompts.source, "target": {"center_px": run.target.center_px,
             "radius_px": run.target.radius_px}}))?;
+        if run.retriever.is_none() && !config.ablations.no_rag {
+            tracing::warn!(
+                "RAG is off: no retrieval index (--rag-index, rag_index in the config); --no-rag says so on purpose"
+            );
+            run.trace.event(json!({"event": "rag", "on": false, "reason": "no retrieval index was given"}))?;
+        }
     }
     let mut step_timing = Vec::new();
     let mut failure = None;
@@ -334,8 +350,6 @@ impl Run<'_> {
             .flag("pgr", !ab.no_pgr)
             .flag("reg", !ab.no_reg)
             .flag("evf", !ab.no_evf)
-            // Retrieval arrives with the GERD-RET index; until then there are no examples to show.
-            .flag("rag", false)
     }
 
     fn context(&self, state: &ModelState) -> Context {
@@ -653,10 +667,23 @@ impl Run<'_> {
             .value("entity_table", gerd::export::entity_table(state).trim_end().to_string())
             .value("history", history_text(&self.history))
             .value("feedback_text", feedback.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n"))
-            .value("retrieved", String::new())
             .flag("feedback", !feedback.is_empty())
             .flag("empty", state.empty);
-        let images = std::iter::once(self.view_path("target.png")).chain(tagged.map(Path::to_path_buf)).collect();
+        let mut images: Vec<PathBuf> =
+            std::iter::once(self.view_path("target.png")).chain(tagged.map(Path::to_path_buf)).collect();
+        let examples = match &mut self.retriever {
+            Some(r) => r.examples(state, &self.history)?,
+            None => Vec::new(),
+        };
+        let fill = if examples.is_empty() {
+            fill.value("retrieved", String::new()).flag("rag", false)
+        } else {
+            self.trace.event(json!({"event": "retrieved", "step": turn.step, "attempt": turn.attempt,
+                "hits": examples.iter().map(|e| &e.hit).collect::<Vec<_>>()}))?;
+            let text = rag::prompt_text(&examples, images.len() + 1);
+            images.extend(examples.iter().filter_map(|e| e.image.clone()));
+            fill.value("retrieved", text).flag("rag", true)
+        };
         let request = self.request(Stage::Stage1, "stage1.md", fill, images, self.context(state))?;
         self.timing.prompt += start.elapsed().as_secs_f64();
         let no_egr = self.config.ablations.no_egr;

@@ -175,6 +175,18 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                     escape(&serde_json::to_string_pretty(&e["commands"]).unwrap_or_default())
                 );
             }
+            "retrieved" => {
+                let hits: Vec<String> = e["hits"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|h| format!("{} step {} ({})", h["part"].as_str().unwrap_or(""), h["step"], h["score"]))
+                    .collect();
+                let _ = write!(h, "<p>Retrieved examples: {}</p>", escape(&hits.join(", ")));
+            }
+            "rag" => {
+                let _ = write!(h, "<p>RAG off: {}</p>", escape(e["reason"].as_str().unwrap_or("")));
+            }
             "snapped" => {
                 let _ = write!(
                     h,

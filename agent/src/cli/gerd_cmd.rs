@@ -28,6 +28,46 @@ pub enum GerdCommand {
     Validate(ValidateArgs),
     /// Export training samples.
     Export(ExportArgs),
+    /// Build the GERD-RET retrieval index over a split's modeling steps.
+    Index(IndexArgs),
+    /// Query a retrieval index with a target image (and a state): the most similar steps.
+    Query(QueryArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct IndexArgs {
+    /// The GERD dataset.
+    pub dir: PathBuf,
+    #[arg(long, value_enum, default_value = "train")]
+    pub split: SplitArg,
+    /// Index directory (created; files in it replaced).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Weight of target-image similarity against state similarity.
+    #[arg(long, default_value_t = 0.6)]
+    pub lambda: f64,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct QueryArgs {
+    /// The index directory (`gerd index --out`).
+    pub index: PathBuf,
+    /// The target image.
+    #[arg(long)]
+    pub image: PathBuf,
+    /// The current model's state (a `state.json` from `exec` or `reconstruct`); the empty
+    /// model when left out.
+    #[arg(long)]
+    pub state: Option<PathBuf>,
+    /// The commands so far (a program .json, e.g. a reconstruction's program.json).
+    #[arg(long)]
+    pub program: Option<PathBuf>,
+    /// Hits (at most one per part).
+    #[arg(short, long, default_value_t = 3)]
+    pub k: usize,
+    /// HNSW search list length.
+    #[arg(long, default_value_t = gerd::retrieve::EF_SEARCH)]
+    pub ef: usize,
 }
 
 #[derive(Debug, clap::Args)]
@@ -136,6 +176,8 @@ pub fn run(args: &GerdArgs) -> Result<ExitCode> {
         GerdCommand::Import(a) => import(a),
         GerdCommand::Validate(a) => validate(a),
         GerdCommand::Export(a) => export(a),
+        GerdCommand::Index(a) => index(a),
+        GerdCommand::Query(a) => query(a),
     }
 }
 
@@ -347,11 +389,7 @@ fn export(args: &ExportArgs) -> Result<ExitCode> {
         FormatArg::Jsonl => Format::Jsonl,
         FormatArg::Llava => Format::Llava,
     };
-    let split = args.split.map(|s| match s {
-        SplitArg::Train => Split::Train,
-        SplitArg::Val => Split::Val,
-        SplitArg::Test => Split::Test,
-    });
+    let split = args.split.map(SplitArg::split);
     if !args.dir.join(gerd::record::INDEX).is_file() && !args.dir.join(gerd::record::PARTS_DIR).is_dir() {
         bail!("{} is not a GERD dataset (no index.jsonl or parts/)", args.dir.display());
     }
@@ -361,5 +399,76 @@ fn export(args: &ExportArgs) -> Result<ExitCode> {
     }
     gerd::export::write(&samples, format, &args.out)?;
     eprintln!("wrote {} samples to {}", samples.len(), args.out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+impl SplitArg {
+    fn split(self) -> Split {
+        match self {
+            SplitArg::Train => Split::Train,
+            SplitArg::Val => Split::Val,
+            SplitArg::Test => Split::Test,
+        }
+    }
+}
+
+fn index(args: &IndexArgs) -> Result<ExitCode> {
+    if !args.dir.join(gerd::record::PARTS_DIR).is_dir() {
+        bail!("{} is not a GERD dataset (no parts/)", args.dir.display());
+    }
+    let started = std::time::Instant::now();
+    let bar = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} parts, ETA {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_message("indexing");
+    let mut embedder = gerd::retrieve::embed::Builtin;
+    let index = gerd::retrieve::RetrievalIndex::build(
+        &args.dir,
+        args.split.split(),
+        &mut embedder,
+        args.lambda,
+        |done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        },
+    )?;
+    bar.finish_and_clear();
+    index.save(&args.out)?;
+    eprintln!(
+        "indexed {} steps of {} {} parts in {:.1} s; wrote {}",
+        index.entries().len(),
+        index.meta.dataset.parts,
+        index.meta.dataset.split.name(),
+        started.elapsed().as_secs_f64(),
+        args.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn query(args: &QueryArgs) -> Result<ExitCode> {
+    use gerd::retrieve::embed::{Builtin, Embedder};
+    let mut embedder = Builtin;
+    let index = gerd::retrieve::RetrievalIndex::load(&args.index, &embedder.id())?;
+    let image = image::open(&args.image)
+        .with_context(|| format!("cannot read the target image {}", args.image.display()))?
+        .to_rgb8();
+    let state = match &args.state {
+        Some(path) => serde_json::from_str(
+            &std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?,
+        )
+        .with_context(|| format!("{} is not a model state (state.json)", path.display()))?,
+        None => freecad_bridge::ModelState::empty(),
+    };
+    let history = match &args.program {
+        Some(path) => crate::cli::exec::read_program(path)?.commands,
+        None => Vec::new(),
+    };
+    let query = index.query_vector(
+        embedder.embed_image(&image).map_err(anyhow::Error::msg)?,
+        embedder.embed_state(&state, &history).map_err(anyhow::Error::msg)?,
+    )?;
+    let hits = index.search(&query, args.k.max(1), args.ef);
+    println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "hits": hits }))?);
     Ok(ExitCode::SUCCESS)
 }

@@ -62,6 +62,9 @@ pub struct ReconstructArgs {
     /// Prompt templates to use instead of the built-in ones (see prompts/README.md).
     #[arg(long)]
     pub prompts: Option<PathBuf>,
+    /// The GERD-RET index for Stage 1's examples (`vision2cad gerd index`).
+    #[arg(long, value_name = "INDEX")]
+    pub rag_index: Option<PathBuf>,
     /// Accepted steps before the loop stops (default 25).
     #[arg(long)]
     pub max_steps: Option<usize>,
@@ -77,7 +80,7 @@ pub struct ReconstructArgs {
     /// No registration and no sphere S_t.
     #[arg(long)]
     pub no_reg: bool,
-    /// No retrieved examples in Stage 1.
+    /// No retrieved examples in Stage 1 (the index, if given, is not read).
     #[arg(long)]
     pub no_rag: bool,
     /// No Stage 3: candidates are committed unverified.
@@ -99,6 +102,9 @@ impl ReconstructArgs {
         }
         if let Some(n) = self.max_steps {
             config.max_steps = n;
+        }
+        if let Some(index) = &self.rag_index {
+            config.rag_index = Some(index.clone());
         }
         let vlm = &mut config.vlm;
         if let Some(m) = &self.model {

@@ -95,12 +95,19 @@ pub struct Hit {
     pub part: String,
     pub step: usize,
     /// lambda * image + (1 - lambda) * state.
+    #[serde(serialize_with = "four_decimals")]
     pub score: f32,
+    #[serde(serialize_with = "four_decimals")]
     pub image_score: f32,
+    #[serde(serialize_with = "four_decimals")]
     pub state_score: f32,
     /// Position in [`RetrievalIndex::entries`].
     #[serde(skip)]
     pub entry: usize,
+}
+
+fn four_decimals<S: serde::Serializer>(x: &f32, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64((*x as f64 * 1e4).round() / 1e4)
 }
 
 /// A retrieved step as Stage 1 shows it.

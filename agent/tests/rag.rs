@@ -1,0 +1,153 @@
+//! GERD-RET on a generated dataset: `gerd index` and `gerd query`, HNSW against brute force
+//! on validation-split queries, and the loop's Stage 1 with `--rag-index` and `--no-rag`.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command as Process;
+
+use common::{binary, repo_root};
+use gerd::record::{part_dirs, read_part};
+use gerd::retrieve::embed::{Builtin, Embedder};
+use gerd::retrieve::{EF_SEARCH, RetrievalIndex};
+use serde_json::Value;
+
+/// 24 generated parts (3 per family): 16 train, 8 validation; 200-pixel views.
+fn dataset(root: &Path) {
+    let out = Process::new(binary())
+        .args(["gerd", "generate", "--count", "24", "--seed", "5", "--split", "16,8,0", "--view-size", "200", "--out"])
+        .arg(root)
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn vision2cad(args: &[&str]) -> std::process::Output {
+    Process::new(binary()).args(args).output().expect("runs")
+}
+
+fn trace(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out.join("trace.jsonl"))
+        .expect("trace")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect()
+}
+
+#[test]
+fn retrieval_from_the_command_line_and_in_the_loop() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("gerd");
+    dataset(&data);
+    let index = dir.path().join("index");
+    let built = vision2cad(&["gerd", "index", data.to_str().expect("utf-8"), "--out", index.to_str().expect("utf-8")]);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+
+    // A train part's own target with the empty state finds that part's first operation.
+    let train = part_dirs(&data)
+        .expect("parts")
+        .into_iter()
+        .find(|d| read_part(d).is_ok_and(|r| r.split == gerd::record::Split::Train));
+    let train = train.expect("a train part");
+    let record = read_part(&train).expect("record");
+    let first_op =
+        record.steps.iter().find(|s| !matches!(s.command, freecad_bridge::Command::Sketch(_))).expect("an op");
+    let q = vision2cad(&[
+        "gerd",
+        "query",
+        index.to_str().expect("utf-8"),
+        "--image",
+        train.join("target.png").to_str().expect("utf-8"),
+    ]);
+    assert!(q.status.success(), "{}", String::from_utf8_lossy(&q.stderr));
+    let hits: Value = serde_json::from_slice(&q.stdout).expect("JSON on stdout");
+    let hits = hits["hits"].as_array().expect("hits");
+    assert_eq!(hits.len(), 3);
+    assert_eq!(hits[0]["part"], record.id.as_str());
+    assert_eq!(hits[0]["step"], first_op.index);
+    assert!(hits[0]["score"].as_f64().is_some_and(|s| s > 0.999), "{}", hits[0]);
+    let parts: std::collections::BTreeSet<&str> = hits.iter().filter_map(|h| h["part"].as_str()).collect();
+    assert_eq!(parts.len(), 3, "one hit per part");
+
+    // HNSW against brute force, every step of the validation split as a query.
+    let mut embedder = Builtin;
+    let loaded = RetrievalIndex::load(&index, &embedder.id()).expect("loads");
+    assert!(loaded.entries().iter().all(|e| !e.part.is_empty()));
+    let (mut found, mut asked) = (0, 0);
+    for d in part_dirs(&data).expect("parts") {
+        let r = read_part(&d).expect("record");
+        if r.split != gerd::record::Split::Val {
+            continue;
+        }
+        let target = image::open(d.join("target.png")).expect("target").to_rgb8();
+        for step in r.steps.iter().filter(|s| !matches!(s.command, freecad_bridge::Command::Sketch(_))) {
+            let state = embedder.embed_state(&r.states[step.before], &r.program.commands[..step.index]).expect("state");
+            let query = loaded.query_vector(embedder.embed_image(&target).expect("image"), state).expect("query");
+            let exact: Vec<usize> = loaded.brute_force(&query, 3).into_iter().map(|(i, _)| i).collect();
+            let approx: Vec<usize> = loaded.nearest(&query, 3, EF_SEARCH).into_iter().map(|(i, _)| i).collect();
+            found += exact.iter().filter(|i| approx.contains(i)).count();
+            asked += 3;
+        }
+    }
+    assert!(asked >= 24);
+    assert!(found as f64 / asked as f64 >= 0.95, "recall@3 {found}/{asked}");
+
+    // The loop: Stage 1 shows the hits, the trace and the report record them; the oracle
+    // ignores them, so the result is the one without RAG.
+    let image = repo_root().join("assets/examples/plate_counterbore.png");
+    let gt = repo_root().join("assets/programs/plate_counterbore.json");
+    let run = |out: &Path, extra: &[&str]| {
+        let mut args =
+            vec!["reconstruct", image.to_str().expect("utf-8"), "--gt", gt.to_str().expect("utf-8"), "--out"];
+        args.push(out.to_str().expect("utf-8"));
+        args.extend_from_slice(extra);
+        vision2cad(&args)
+    };
+    let with = dir.path().join("with");
+    let r = run(&with, &["--rag-index", index.to_str().expect("utf-8")]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let events = trace(&with);
+    let retrieved: Vec<&Value> = events.iter().filter(|e| e["event"] == "retrieved").collect();
+    let stage1: Vec<&Value> = events.iter().filter(|e| e["event"] == "call" && e["stage"] == "stage1").collect();
+    assert_eq!(retrieved.len(), stage1.len(), "every Stage 1 call retrieves");
+    assert!(retrieved.iter().all(|e| e["hits"].as_array().is_some_and(|h| h.len() == 3)));
+    assert!(stage1.iter().all(|c| c["request"]["text"].as_str().is_some_and(|t| t.contains("Similar modeling steps"))));
+    // After the first step the examples' views are among the images.
+    let later = stage1.last().expect("a call");
+    assert!(later["request"]["images"].as_array().is_some_and(|i| i.len() > 2), "{}", later["request"]["images"]);
+    assert!(std::fs::read_to_string(with.join("report.html")).expect("report").contains("Retrieved examples"));
+
+    let without = dir.path().join("without");
+    let r = run(&without, &["--rag-index", index.to_str().expect("utf-8"), "--no-rag"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let events = trace(&without);
+    assert!(!events.iter().any(|e| e["event"] == "retrieved"));
+    assert!(
+        events
+            .iter()
+            .filter(|e| e["event"] == "call")
+            .all(|c| !c["request"]["text"].as_str().unwrap_or("").contains("Similar modeling steps"))
+    );
+    let program = |d: &Path| std::fs::read_to_string(d.join("program.json")).expect("program");
+    assert_eq!(program(&with), program(&without));
+
+    // A missing index is an error, not a quiet run without examples.
+    let r = run(&dir.path().join("missing"), &["--rag-index", dir.path().join("nope").to_str().expect("utf-8")]);
+    assert!(!r.status.success());
+    assert!(
+        String::from_utf8_lossy(&r.stderr).contains("not a retrieval index"),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+
+    // A dataset changed after indexing is refused when its material is needed.
+    let hit_part = retrieved[0]["hits"][0]["part"].as_str().expect("part").to_string();
+    let part_json = data.join("parts").join(&hit_part).join("part.json");
+    let mut text = std::fs::read_to_string(&part_json).expect("part.json");
+    text.push('\n');
+    std::fs::write(&part_json, text).expect("touch");
+    let r = run(&dir.path().join("changed"), &["--rag-index", index.to_str().expect("utf-8")]);
+    assert!(!r.status.success());
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("changed after the index was built"), "{err}");
+}
