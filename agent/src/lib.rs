@@ -38,6 +38,7 @@ pub mod selectors;
 pub mod stage1;
 pub mod stage2;
 pub mod stage3;
+pub mod stage_export;
 pub mod vlm;
 
 use std::path::{Path, PathBuf};
@@ -80,6 +81,8 @@ pub enum LoopError {
     Resume { path: String, reason: String },
     #[error("retrieval (RAG): {0}")]
     Rag(String),
+    #[error("cannot use the ground truth {path}: {reason}")]
+    Truth { path: String, reason: String },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LoopError + '_ {
@@ -255,9 +258,7 @@ pub fn reconstruct(
             "config": config, "prompts": run.prompts.source, "target": {"center_px": run.target.center_px,
             "radius_px": run.target.radius_px}}))?;
         if run.retriever.is_none() && !config.ablations.no_rag {
-            tracing::warn!(
-                "RAG is off: no retrieval index (--rag-index, rag_index in the config); --no-rag says so on purpose"
-            );
+            tracing::info!("RAG is off: no retrieval index (--rag-index, rag_index in the config)");
             run.trace.event(json!({"event": "rag", "on": false, "reason": "no retrieval index was given"}))?;
         }
     }

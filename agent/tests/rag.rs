@@ -150,4 +150,85 @@ fn retrieval_from_the_command_line_and_in_the_loop() {
     assert!(!r.status.success());
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(err.contains("changed after the index was built"), "{err}");
+
+    // Training data in the loop's format: the exported Stage 1 prompts are the requests a
+    // reconstruction of the same part sends, byte for byte.
+    let val_part = part_dirs(&data)
+        .expect("parts")
+        .into_iter()
+        .find(|d| read_part(d).is_ok_and(|r| r.split == gerd::record::Split::Val))
+        .expect("a val part");
+    let val_id = val_part.file_name().expect("name").to_string_lossy().into_owned();
+    let export = dir.path().join("export/stage1.jsonl");
+    let e = vision2cad(&[
+        "gerd",
+        "export",
+        data.to_str().expect("utf-8"),
+        "--task",
+        "stage1",
+        "--split",
+        "val",
+        "--perturb",
+        "0",
+        "--out",
+        export.to_str().expect("utf-8"),
+    ]);
+    assert!(e.status.success(), "{}", String::from_utf8_lossy(&e.stderr));
+    let samples: Vec<Value> = std::fs::read_to_string(&export)
+        .expect("export")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let exported: Vec<&str> =
+        samples.iter().filter(|s| s["part"] == val_id.as_str()).filter_map(|s| s["prompt"].as_str()).collect();
+    let own = dir.path().join("own");
+    let r = vision2cad(&[
+        "reconstruct",
+        val_part.join("target.png").to_str().expect("utf-8"),
+        "--gt",
+        val_part.to_str().expect("utf-8"),
+        "--out",
+        own.to_str().expect("utf-8"),
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let sent: Vec<String> = trace(&own)
+        .iter()
+        .filter(|c| c["event"] == "call" && c["stage"] == "stage1")
+        .filter_map(|c| c["request"]["text"].as_str().map(str::to_owned))
+        .collect();
+    assert!(!sent.is_empty());
+    assert_eq!(exported, sent, "the export's prompts are the loop's requests");
+    for s in &samples {
+        for image in s["images"].as_array().expect("images") {
+            assert!(export.parent().expect("dir").join(image.as_str().expect("path")).is_file(), "{image}");
+        }
+        assert!(serde_json::from_str::<Value>(s["answer"].as_str().expect("answer")).is_ok());
+    }
+
+    // Stage 3 with every first candidate perturbed: accepts and rejects.
+    let export3 = dir.path().join("export/stage3.jsonl");
+    let e = vision2cad(&[
+        "gerd",
+        "export",
+        data.to_str().expect("utf-8"),
+        "--task",
+        "stage3",
+        "--split",
+        "val",
+        "--perturb",
+        "1",
+        "--out",
+        export3.to_str().expect("utf-8"),
+    ]);
+    assert!(e.status.success(), "{}", String::from_utf8_lossy(&e.stderr));
+    let verdicts: Vec<String> = std::fs::read_to_string(&export3)
+        .expect("export")
+        .lines()
+        .map(|l| {
+            let s: Value = serde_json::from_str(l).expect("json");
+            let answer: Value = serde_json::from_str(s["answer"].as_str().expect("answer")).expect("answer json");
+            answer["verdict"].as_str().expect("verdict").to_string()
+        })
+        .collect();
+    assert!(verdicts.iter().any(|v| v == "accept") && verdicts.iter().any(|v| v == "reject"), "{verdicts:?}");
 }

@@ -31,6 +31,8 @@ pub enum BenchWhat {
     Loop(crate::cli::loop_bench::LoopBench),
     /// The chat client: its own time per call against a local mock server.
     Vlm(crate::cli::vlm_bench::VlmBench),
+    /// Retrieval: index build, query latency, recall, memory and quality on a GERD dataset.
+    Rag(crate::cli::rag_bench::RagBench),
 }
 
 pub fn run(args: &BenchArgs) -> Result<ExitCode> {
@@ -40,6 +42,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         BenchWhat::Eval(e) => crate::cli::eval_bench::run(e),
         BenchWhat::Loop(l) => crate::cli::loop_bench::run(l),
         BenchWhat::Vlm(v) => crate::cli::vlm_bench::run(v),
+        BenchWhat::Rag(r) => crate::cli::rag_bench::run(r),
     }
 }
 

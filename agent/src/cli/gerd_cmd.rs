@@ -141,6 +141,12 @@ pub struct ValidateArgs {
 pub enum TaskArg {
     NextCommand,
     EntitySelection,
+    /// Stage 1 requests of the loop (the oracle rebuilding each part) with the oracle's answers.
+    Stage1,
+    /// Stage 2 requests (sketches in view coordinates) with the oracle's drawings.
+    Stage2,
+    /// Stage 3 requests (previews) with the oracle's verdicts, accepts and rejects.
+    Stage3,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -168,6 +174,18 @@ pub struct ExportArgs {
     /// Only this split (default: all, each sample tagged with its split).
     #[arg(long, value_enum)]
     pub split: Option<SplitArg>,
+    /// stage1-3: share of steps whose first candidate is perturbed (a length x1.5), so
+    /// Stage 3 sees rejections.
+    #[arg(long, default_value_t = 0.3)]
+    pub perturb: f64,
+    /// stage1-3: seed of the perturbations.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// stage1-3: the loop's configuration (TOML), as `reconstruct --config` takes it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub worker: WorkerArgs,
 }
 
 pub fn run(args: &GerdArgs) -> Result<ExitCode> {
@@ -384,6 +402,9 @@ fn export(args: &ExportArgs) -> Result<ExitCode> {
     let task = match args.task {
         TaskArg::NextCommand => Task::NextCommand,
         TaskArg::EntitySelection => Task::EntitySelection,
+        TaskArg::Stage1 => return export_stage(args, vision2cad::vlm::Stage::Stage1),
+        TaskArg::Stage2 => return export_stage(args, vision2cad::vlm::Stage::Stage2),
+        TaskArg::Stage3 => return export_stage(args, vision2cad::vlm::Stage::Stage3),
     };
     let format = match args.format {
         FormatArg::Jsonl => Format::Jsonl,
@@ -471,4 +492,78 @@ fn query(args: &QueryArgs) -> Result<ExitCode> {
     let hits = index.search(&query, args.k.max(1), args.ef);
     println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "hits": hits }))?);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `gerd export --task stage1|stage2|stage3`: the loop's own requests, the oracle's answers.
+fn export_stage(args: &ExportArgs, stage: vision2cad::vlm::Stage) -> Result<ExitCode> {
+    use std::io::Write;
+    anyhow::ensure!(
+        args.format == FormatArg::Jsonl,
+        "stage tasks are written as JSON lines (--format jsonl): their samples carry several images"
+    );
+    anyhow::ensure!((0.0..=1.0).contains(&args.perturb), "--perturb must be between 0 and 1");
+    if !args.dir.join(gerd::record::PARTS_DIR).is_dir() {
+        bail!("{} is not a GERD dataset (no parts/)", args.dir.display());
+    }
+    let config = match &args.config {
+        Some(path) => vision2cad::Config::from_file(path)?,
+        None => vision2cad::Config::default(),
+    };
+    let split = args.split.map(SplitArg::split);
+    let dirs: Vec<PathBuf> = gerd::record::part_dirs(&args.dir)?
+        .into_iter()
+        .filter(|d| split.is_none_or(|s| read_part(d).is_ok_and(|r| r.split == s)))
+        .collect();
+    let jsonl_dir =
+        args.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new(".")).to_path_buf();
+    std::fs::create_dir_all(&jsonl_dir).with_context(|| format!("cannot create {}", jsonl_dir.display()))?;
+    let stem = args.out.file_stem().map_or("samples".into(), |s| s.to_string_lossy().into_owned());
+    let images = jsonl_dir.join(format!("{stem}_images"));
+    let partial = args.out.with_extension("jsonl.partial");
+    let mut file = std::io::BufWriter::new(
+        std::fs::File::create(&partial).with_context(|| format!("cannot create {}", partial.display()))?,
+    );
+    let mut session = args.worker.session()?;
+    let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
+    let bar = ProgressBar::new(dirs.len() as u64).with_style(
+        ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} parts, ETA {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_message(format!("{} samples", stage.name()));
+    let (mut written, mut failed) = (0, Vec::new());
+    for dir in &dirs {
+        let record = read_part(dir)?;
+        let work = scratch.path().join(&record.id);
+        match vision2cad::stage_export::record_part(dir, &work, &config, &mut session, args.perturb, args.seed) {
+            Ok(samples) => {
+                written += vision2cad::stage_export::write_samples(
+                    &samples,
+                    &record.id,
+                    record.split.name(),
+                    stage,
+                    &mut file,
+                    &jsonl_dir,
+                    &images,
+                )?;
+            }
+            Err(e) => failed.push(format!("{}: {e}", record.id)),
+        }
+        let _ = std::fs::remove_dir_all(&work);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    file.flush().with_context(|| format!("cannot write {}", partial.display()))?;
+    drop(file);
+    std::fs::rename(&partial, &args.out).with_context(|| format!("cannot write {}", args.out.display()))?;
+    eprintln!(
+        "wrote {written} {} samples of {} parts to {} (images in {})",
+        stage.name(),
+        dirs.len() - failed.len(),
+        args.out.display(),
+        images.display()
+    );
+    for f in &failed {
+        eprintln!("skipped {f}");
+    }
+    Ok(if failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

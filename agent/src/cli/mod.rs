@@ -9,6 +9,7 @@ pub mod eval_cmd;
 pub mod exec;
 pub mod gerd_cmd;
 pub mod loop_bench;
+pub mod rag_bench;
 pub mod reconstruct_cmd;
 pub mod render;
 pub mod vlm_bench;

@@ -174,6 +174,9 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
     };
     let outcome = reconstruct(&args.image, &out, &config, vlm.as_mut(), &mut session, args.resume.is_some())
         .with_context(|| format!("reconstruction of {} failed", args.image.display()))?;
+    if config.rag_index.is_none() && !config.ablations.no_rag {
+        eprintln!("note: RAG is off, no retrieval index was given (--rag-index INDEX; --no-rag to say so)");
+    }
     let u = &outcome.usage;
     let cost = u.cost.map(|c| format!(", cost {c:.4}")).unwrap_or_default();
     eprintln!(

@@ -1,0 +1,221 @@
+//! `vision2cad bench rag`: GERD-RET on a generated dataset. Index build time, median query
+//! latency against exhaustive search over the same vectors (the reference, same run),
+//! recall@3 of HNSW against that exact search, memory of the loaded index, and retrieval
+//! quality (does the top hit do what the true next step does?) against random hits. Then
+//! the same search figures at `--scale` times the parts, made by repeating the vectors with
+//! noise.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use freecad_bridge::Command;
+use gerd::record::{Split, part_dirs, read_part};
+use gerd::retrieve::embed::{Builtin, Embedder, operation_key};
+use gerd::retrieve::{EF_SEARCH, RetrievalIndex, combine, from_vectors};
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use serde_json::json;
+
+use crate::cli::bench::median;
+use crate::cli::exec::write_atomic;
+
+#[derive(Debug, clap::Args)]
+pub struct RagBench {
+    /// A GERD dataset with train and validation splits (`gerd generate --split 2500,100,100`).
+    #[arg(long)]
+    pub dataset: PathBuf,
+    /// Queries (validation targets paired with validation states).
+    #[arg(long, default_value_t = 1000)]
+    pub queries: usize,
+    /// Also measure an index this many times larger (vectors repeated with noise); 1 skips it.
+    #[arg(long, default_value_t = 10)]
+    pub scale: usize,
+    /// Also write the figures as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// Resident memory of this process, bytes (Linux; 0 elsewhere).
+fn resident() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()))
+        .map_or(0, |pages| pages * 4096)
+}
+
+struct ValStep {
+    image: Vec<f32>,
+    state: Vec<f32>,
+    op: &'static str,
+}
+
+fn validation_steps(dataset: &Path, embedder: &mut Builtin) -> Result<Vec<ValStep>> {
+    let mut out = Vec::new();
+    for dir in part_dirs(dataset)? {
+        let record = read_part(&dir)?;
+        if record.split != Split::Val {
+            continue;
+        }
+        let target = image::open(dir.join(&record.files.target))?.to_rgb8();
+        let image = embedder.embed_image(&target).map_err(anyhow::Error::msg)?;
+        for step in record.steps.iter().filter(|s| !matches!(s.command, Command::Sketch(_))) {
+            let state = embedder
+                .embed_state(&record.states[step.before], &record.program.commands[..step.index])
+                .map_err(anyhow::Error::msg)?;
+            out.push(ValStep { image: image.clone(), state, op: operation_key(&step.command) });
+        }
+    }
+    anyhow::ensure!(!out.is_empty(), "{} has no validation parts", dataset.display());
+    Ok(out)
+}
+
+/// Median seconds per query of `search`, and recall@3 of HNSW against brute force.
+fn measure(index: &RetrievalIndex, queries: &[Vec<f32>]) -> (f64, f64, f64, f64) {
+    let (mut hnsw, mut diverse, mut exact, mut found) = (Vec::new(), Vec::new(), Vec::new(), 0usize);
+    for q in queries {
+        let t = Instant::now();
+        let approx: Vec<usize> = index.nearest(q, 3, EF_SEARCH).into_iter().map(|(i, _)| i).collect();
+        hnsw.push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let _ = index.search(q, 3, EF_SEARCH);
+        diverse.push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let truth: Vec<usize> = index.brute_force(q, 3).into_iter().map(|(i, _)| i).collect();
+        exact.push(t.elapsed().as_secs_f64());
+        found += truth.iter().filter(|i| approx.contains(i)).count();
+    }
+    (median(hnsw), median(diverse), median(exact), found as f64 / (3 * queries.len()) as f64)
+}
+
+pub fn run(args: &RagBench) -> Result<ExitCode> {
+    let mut embedder = Builtin;
+    let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
+    eprintln!("building the index over {} (train split)...", args.dataset.display());
+    let started = Instant::now();
+    let index = RetrievalIndex::build(&args.dataset, Split::Train, &mut embedder, 0.6, |_, _| {})?;
+    let build_seconds = started.elapsed().as_secs_f64();
+    index.save(scratch.path())?;
+    drop(index);
+    let before_load = resident();
+    let started = Instant::now();
+    let index = RetrievalIndex::load(scratch.path(), &embedder.id())?;
+    let load_seconds = started.elapsed().as_secs_f64();
+    let loaded_bytes = resident().saturating_sub(before_load);
+    let (parts, steps) = (index.meta.dataset.parts, index.entries().len());
+
+    // Graph alone, over the same vectors: what the build costs without reading and embedding.
+    let vectors: Vec<f32> = (0..steps).flat_map(|i| index.vector(i).to_vec()).collect();
+    let started = Instant::now();
+    let _graph_only = from_vectors(vectors.clone(), index.meta.image_dim, index.meta.state_dim, 0.6);
+    let graph_seconds = started.elapsed().as_secs_f64();
+    drop(_graph_only);
+
+    let val = validation_steps(&args.dataset, &mut embedder)?;
+    // The queries: every validation step, then validation targets paired with the states of
+    // other validation steps, until there are enough.
+    let mut queries: Vec<Vec<f32>> = Vec::new();
+    'outer: for offset in 0..val.len() {
+        for (i, v) in val.iter().enumerate() {
+            if queries.len() == args.queries {
+                break 'outer;
+            }
+            let state = &val[(i + offset) % val.len()].state;
+            queries.push(index.query_vector(v.image.clone(), state.clone())?);
+        }
+    }
+    let (hnsw, diverse, exact, recall) = measure(&index, &queries);
+
+    // Quality: the top hit's operation against the true next step's, and what a random hit
+    // would score (the share of indexed steps with that operation).
+    let (mut same, mut chance) = (0usize, 0.0f64);
+    for v in &val {
+        let q = index.query_vector(v.image.clone(), v.state.clone())?;
+        if let Some(top) = index.search(&q, 1, EF_SEARCH).first() {
+            same += usize::from(index.entries()[top.entry].op == v.op);
+        }
+        chance += index.entries().iter().filter(|e| e.op == v.op).count() as f64 / steps as f64;
+    }
+    let (top1, random) = (same as f64 / val.len() as f64, chance / val.len() as f64);
+
+    println!("GERD-RET on {}: {parts} train parts, {steps} steps; {} queries", args.dataset.display(), queries.len());
+    println!(
+        "  build (read, embed, graph): {build_seconds:.2} s; graph alone {graph_seconds:.2} s; load {load_seconds:.3} s"
+    );
+    println!(
+        "  memory of the loaded index: {:.1} MiB (resident growth on load)",
+        loaded_bytes as f64 / (1 << 20) as f64
+    );
+    println!(
+        "  per query, median: HNSW top-3 {:.3} ms, with one hit per part {:.3} ms; exhaustive (reference) {:.3} ms = {:.1}x HNSW",
+        hnsw * 1e3,
+        diverse * 1e3,
+        exact * 1e3,
+        exact / hnsw
+    );
+    println!("  recall@3 of HNSW (ef {EF_SEARCH}) against exhaustive search: {recall:.4}");
+    println!(
+        "  top hit does what the true next step does: {:.1}% of {} validation steps (random hit: {:.1}%)",
+        top1 * 100.0,
+        val.len(),
+        random * 100.0
+    );
+    let mut report = json!({
+        "parts": parts, "steps": steps, "queries": queries.len(), "ef": EF_SEARCH,
+        "build_seconds": build_seconds, "graph_seconds": graph_seconds, "load_seconds": load_seconds,
+        "loaded_bytes": loaded_bytes, "median_query_seconds": {"hnsw": hnsw, "hnsw_diverse": diverse, "exhaustive": exact},
+        "recall_at_3": recall, "top1_same_operation": top1, "random_same_operation": random,
+    });
+
+    if args.scale > 1 {
+        let dim = index.dim();
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let mut big = Vec::with_capacity(vectors.len() * args.scale);
+        for copy in 0..args.scale {
+            for i in 0..steps {
+                let v = &vectors[i * dim..(i + 1) * dim];
+                let (image, state) = v.split_at(index.meta.image_dim);
+                let noisy =
+                    |x: &[f32], rng: &mut ChaCha8Rng| -> Vec<f32> {
+                        x.iter()
+                            .map(|a| {
+                                if copy == 0 {
+                                    *a
+                                } else {
+                                    a + 0.02 * ((rng.next_u32() as f32 / u32::MAX as f32) - 0.5)
+                                }
+                            })
+                            .collect()
+                    };
+                let (a, b) = (noisy(image, &mut rng), noisy(state, &mut rng));
+                big.extend(combine(a, b, 0.6));
+            }
+        }
+        eprintln!("building an index of {} steps...", steps * args.scale);
+        let before = resident();
+        let started = Instant::now();
+        let large = from_vectors(big, index.meta.image_dim, index.meta.state_dim, 0.6);
+        let large_graph_seconds = started.elapsed().as_secs_f64();
+        let large_bytes = resident().saturating_sub(before);
+        let (hnsw_l, diverse_l, exact_l, recall_l) = measure(&large, &queries);
+        println!(
+            "  x{}: {} parts, {} steps: graph {large_graph_seconds:.1} s, memory {:.1} MiB; per query HNSW {:.3} ms, one per part {:.3} ms, exhaustive {:.3} ms = {:.1}x; recall@3 {recall_l:.4}",
+            args.scale,
+            parts * args.scale,
+            steps * args.scale,
+            large_bytes as f64 / (1 << 20) as f64,
+            hnsw_l * 1e3,
+            diverse_l * 1e3,
+            exact_l * 1e3,
+            exact_l / hnsw_l
+        );
+        report["scaled"] = json!({"scale": args.scale, "steps": steps * args.scale, "graph_seconds": large_graph_seconds,
+            "bytes": large_bytes, "median_query_seconds": {"hnsw": hnsw_l, "hnsw_diverse": diverse_l, "exhaustive": exact_l},
+            "recall_at_3": recall_l});
+    }
+    if let Some(path) = &args.json {
+        write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
