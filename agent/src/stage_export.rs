@@ -57,10 +57,11 @@ impl Vlm for Recorder {
         });
         let first = request.stage == Stage::Stage1 && self.answered.insert(request.context.steps_done);
         let draw = self.rng.next_u64() as f64 / u64::MAX as f64;
-        if first && draw < self.perturb {
-            if let Some(wrong) = perturbed(&reply.text) {
-                return Ok(Reply { text: wrong, ..reply });
-            }
+        if first
+            && draw < self.perturb
+            && let Some(wrong) = perturbed(&reply.text)
+        {
+            return Ok(Reply { text: wrong, ..reply });
         }
         Ok(reply)
     }
