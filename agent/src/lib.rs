@@ -217,6 +217,20 @@ pub fn reconstruct(
     session: &mut Session,
     resume: bool,
 ) -> Result<Outcome, LoopError> {
+    reconstruct_with(image, out, config, vlm, session, resume, None)
+}
+
+/// [`reconstruct`] with the embedder that built the retrieval index (an HTTP embedder);
+/// `None` is the built-in one.
+pub fn reconstruct_with(
+    image: &Path,
+    out: &Path,
+    config: &Config,
+    vlm: &mut dyn Vlm,
+    session: &mut Session,
+    resume: bool,
+    embedder: Option<Box<dyn gerd::retrieve::embed::Embedder>>,
+) -> Result<Outcome, LoopError> {
     let started = Instant::now();
     config.check()?;
     let picture = image::open(image)
@@ -225,7 +239,7 @@ pub fn reconstruct(
     let target = Target::analyse(picture, &image.display().to_string())?;
     let prompts = Prompts::load(config.prompts.as_deref())?;
     let retriever = match (&config.rag_index, config.ablations.no_rag) {
-        (Some(index), false) => Some(rag::Retriever::open(index, &target.image, config.rag_k)?),
+        (Some(index), false) => Some(rag::Retriever::open(index, &target.image, config.rag_k, embedder)?),
         _ => None,
     };
     std::fs::create_dir_all(out.join("views")).map_err(io(out))?;

@@ -17,19 +17,33 @@ fn failed(index: &Path, reason: impl std::fmt::Display) -> LoopError {
     LoopError::Rag(format!("{}: {reason}", index.display()))
 }
 
-#[derive(Debug)]
 pub struct Retriever {
     path: PathBuf,
     index: RetrievalIndex,
-    embedder: Builtin,
+    embedder: Box<dyn Embedder>,
     target: Vec<f32>,
     k: usize,
 }
 
+impl std::fmt::Debug for Retriever {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Retriever")
+            .field("path", &self.path)
+            .field("embedder", &self.embedder.id())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Retriever {
-    /// Load the index and embed the target. A missing or mismatched index is an error.
-    pub fn open(path: &Path, target: &RgbImage, k: usize) -> Result<Retriever, LoopError> {
-        let mut embedder = Builtin;
+    /// Load the index and embed the target with `embedder` (the built-in one when `None`).
+    /// A missing index, or one built by another embedder, is an error.
+    pub fn open(
+        path: &Path,
+        target: &RgbImage,
+        k: usize,
+        embedder: Option<Box<dyn Embedder>>,
+    ) -> Result<Retriever, LoopError> {
+        let mut embedder = embedder.unwrap_or_else(|| Box::new(Builtin));
         let index = RetrievalIndex::load(path, &embedder.id()).map_err(|e| LoopError::Rag(e.to_string()))?;
         let target = embedder.embed_image(target).map_err(|e| failed(path, e))?;
         Ok(Retriever { path: path.to_path_buf(), index, embedder, target, k })

@@ -10,7 +10,8 @@ use common::{binary, repo_root};
 use gerd::record::{part_dirs, read_part};
 use gerd::retrieve::embed::{Builtin, Embedder};
 use gerd::retrieve::{EF_SEARCH, RetrievalIndex};
-use serde_json::Value;
+use serde_json::{Value, json};
+use vision2cad::vlm::mock::{MockReply, MockServer};
 
 /// 24 generated parts (3 per family): 16 train, 8 validation; 200-pixel views.
 fn dataset(root: &Path) {
@@ -231,4 +232,52 @@ fn retrieval_from_the_command_line_and_in_the_loop() {
         })
         .collect();
     assert!(verdicts.iter().any(|v| v == "accept") && verdicts.iter().any(|v| v == "reject"), "{verdicts:?}");
+
+    // An index built by an /embeddings server is queried through the same server, and the
+    // built-in embedder is refused for it.
+    let embeddings = MockServer::start(|_, body| {
+        let input = body["input"][0].as_str().unwrap_or("");
+        let mut v = [0.0f64; 8];
+        for (i, b) in input.bytes().enumerate() {
+            v[i % 8] += f64::from(b) / 255.0;
+        }
+        MockReply::Body(
+            json!({"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": v}]}).to_string(),
+        )
+    })
+    .expect("server");
+    let http_index = dir.path().join("http-index");
+    let built = vision2cad(&[
+        "gerd",
+        "index",
+        data.to_str().expect("utf-8"),
+        "--out",
+        http_index.to_str().expect("utf-8"),
+        "--embedder",
+        "http",
+        "--embed-model",
+        "mock-embed",
+        "--embed-url",
+        &embeddings.base_url(),
+    ]);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let requests = embeddings.received();
+    assert!(requests.iter().all(|r| r.path == "/v1/embeddings" && r.body["model"] == "mock-embed"));
+    assert!(
+        requests.iter().any(|r| r.body["input"][0].as_str().is_some_and(|i| i.starts_with("data:image/png;base64,")))
+    );
+    let q = vision2cad(&[
+        "gerd",
+        "query",
+        http_index.to_str().expect("utf-8"),
+        "--image",
+        train.join("target.png").to_str().expect("utf-8"),
+        "--embed-url",
+        &embeddings.base_url(),
+    ]);
+    assert!(q.status.success(), "{}", String::from_utf8_lossy(&q.stderr));
+    let hits: Value = serde_json::from_slice(&q.stdout).expect("JSON");
+    assert_eq!(hits["hits"][0]["part"], record.id.as_str(), "its own image and the empty state find it");
+    let err = RetrievalIndex::load(&http_index, &Builtin.id()).expect_err("another embedder").to_string();
+    assert!(err.contains("http:mock-embed"), "{err}");
 }

@@ -10,6 +10,8 @@ pub const NO_COLOR: &str = "NO_COLOR";
 pub const API_KEY: &str = "VISION2CAD_API_KEY";
 /// The model server's base URL; `OPENAI_BASE_URL` when unset.
 pub const BASE_URL: &str = "VISION2CAD_BASE_URL";
+/// The `/embeddings` server of an HTTP-embedder index; the model server's URL when unset.
+pub const EMBED_BASE_URL: &str = "VISION2CAD_EMBED_BASE_URL";
 pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
 pub const OPENAI_BASE_URL: &str = "OPENAI_BASE_URL";
 
@@ -20,6 +22,8 @@ pub const HELP: &str = "Environment:
   VISION2CAD_API_KEY   API key of the model server (--vlm openai); else OPENAI_API_KEY
   VISION2CAD_BASE_URL  base URL of the model server; else OPENAI_BASE_URL, else the
                        [vlm] base_url of the config, else https://api.openai.com/v1
+  VISION2CAD_EMBED_BASE_URL  the /embeddings server of an index built with --embedder http
+                       (default: the model server's URL)
   NO_COLOR             turn off coloured output";
 
 /// The first of `names` that is set to a non-blank value.
@@ -36,4 +40,9 @@ pub fn api_key() -> Option<vision2cad::vlm::ApiKey> {
 /// The base URL from the environment.
 pub fn base_url() -> Option<String> {
     first_set(&[BASE_URL, OPENAI_BASE_URL])
+}
+
+/// The embeddings server's base URL from the environment.
+pub fn embed_base_url() -> Option<String> {
+    first_set(&[EMBED_BASE_URL, BASE_URL, OPENAI_BASE_URL])
 }

@@ -46,6 +46,15 @@ pub struct IndexArgs {
     /// Weight of target-image similarity against state similarity.
     #[arg(long, default_value_t = 0.6)]
     pub lambda: f64,
+    /// `builtin` (offline, deterministic) or `http` (an OpenAI-compatible /embeddings server).
+    #[arg(long, value_parser = ["builtin", "http"], default_value = "builtin")]
+    pub embedder: String,
+    /// --embedder http: the embedding model.
+    #[arg(long)]
+    pub embed_model: Option<String>,
+    /// --embedder http: the server (else VISION2CAD_EMBED_BASE_URL, VISION2CAD_BASE_URL...).
+    #[arg(long)]
+    pub embed_url: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -68,6 +77,9 @@ pub struct QueryArgs {
     /// HNSW search list length.
     #[arg(long, default_value_t = gerd::retrieve::EF_SEARCH)]
     pub ef: usize,
+    /// The /embeddings server, for an index built with --embedder http.
+    #[arg(long)]
+    pub embed_url: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -443,11 +455,17 @@ fn index(args: &IndexArgs) -> Result<ExitCode> {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar.set_message("indexing");
-    let mut embedder = gerd::retrieve::embed::Builtin;
+    let mut embedder: Box<dyn gerd::retrieve::embed::Embedder> = match args.embedder.as_str() {
+        "http" => {
+            let model = args.embed_model.as_deref().context("--embedder http needs --embed-model")?;
+            Box::new(http_embedder(model, args.embed_url.as_deref())?)
+        }
+        _ => Box::new(gerd::retrieve::embed::Builtin),
+    };
     let index = gerd::retrieve::RetrievalIndex::build(
         &args.dir,
         args.split.split(),
-        &mut embedder,
+        embedder.as_mut(),
         args.lambda,
         |done, total| {
             bar.set_length(total as u64);
@@ -468,8 +486,8 @@ fn index(args: &IndexArgs) -> Result<ExitCode> {
 }
 
 fn query(args: &QueryArgs) -> Result<ExitCode> {
-    use gerd::retrieve::embed::{Builtin, Embedder};
-    let mut embedder = Builtin;
+    let mut embedder = embedder_for_index(&args.index, args.embed_url.as_deref())?
+        .unwrap_or_else(|| Box::new(gerd::retrieve::embed::Builtin));
     let index = gerd::retrieve::RetrievalIndex::load(&args.index, &embedder.id())?;
     let image = image::open(&args.image)
         .with_context(|| format!("cannot read the target image {}", args.image.display()))?
@@ -566,4 +584,25 @@ fn export_stage(args: &ExportArgs, stage: vision2cad::vlm::Stage) -> Result<Exit
         eprintln!("skipped {f}");
     }
     Ok(if failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn http_embedder(model: &str, url: Option<&str>) -> Result<vision2cad::vlm::HttpEmbedder> {
+    let url = url
+        .map(str::to_owned)
+        .or_else(crate::cli::env::embed_base_url)
+        .unwrap_or_else(|| vision2cad::vlm::VlmSettings::DEFAULT_BASE_URL.to_string());
+    vision2cad::vlm::HttpEmbedder::new(model, &url, crate::cli::env::api_key()).map_err(anyhow::Error::msg)
+}
+
+/// The embedder an index needs for its queries: `None` for the built-in one, the HTTP
+/// embedder of the index's model otherwise.
+pub fn embedder_for_index(
+    index: &std::path::Path,
+    url: Option<&str>,
+) -> Result<Option<Box<dyn gerd::retrieve::embed::Embedder>>> {
+    let id = gerd::retrieve::RetrievalIndex::embedder_of(index)?;
+    Ok(match id.strip_prefix("http:") {
+        Some(model) => Some(Box::new(http_embedder(model, url)?)),
+        None => None,
+    })
 }

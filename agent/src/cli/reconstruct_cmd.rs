@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use vision2cad::vlm::{CacheMode, ChatClient, GroundTruth, Oracle, ResponseFormat, Scripted, Vlm, VlmSettings};
-use vision2cad::{Config, reconstruct};
+use vision2cad::{Config, reconstruct_with};
 
 use crate::WorkerArgs;
 use crate::cli::env;
@@ -172,8 +172,13 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
             Box::new(Scripted::from_file(script)?)
         }
     };
-    let outcome = reconstruct(&args.image, &out, &config, vlm.as_mut(), &mut session, args.resume.is_some())
-        .with_context(|| format!("reconstruction of {} failed", args.image.display()))?;
+    let embedder = match (&config.rag_index, config.ablations.no_rag) {
+        (Some(index), false) => crate::cli::gerd_cmd::embedder_for_index(index, None)?,
+        _ => None,
+    };
+    let outcome =
+        reconstruct_with(&args.image, &out, &config, vlm.as_mut(), &mut session, args.resume.is_some(), embedder)
+            .with_context(|| format!("reconstruction of {} failed", args.image.display()))?;
     if config.rag_index.is_none() && !config.ablations.no_rag {
         eprintln!("note: RAG is off, no retrieval index was given (--rag-index INDEX; --no-rag to say so)");
     }

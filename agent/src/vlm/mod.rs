@@ -7,6 +7,7 @@
 //! ground truth: only the oracle and the scripted backend hold answers of their own.
 
 mod cache;
+mod embeddings;
 pub mod mock;
 mod openai;
 mod oracle;
@@ -21,6 +22,7 @@ use views::SketchMeta;
 
 use crate::config::Ablations;
 
+pub use embeddings::{HttpEmbedder, state_text};
 pub use openai::ChatClient;
 pub use oracle::{GroundTruth, Oracle};
 pub use scripted::Scripted;

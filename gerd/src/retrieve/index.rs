@@ -340,6 +340,23 @@ impl RetrievalIndex {
         Ok(RetrievalIndex { meta, vectors, hnsw })
     }
 
+    /// The ID of the embedder that built the index in `dir` (to pick the same one for queries).
+    pub fn embedder_of(dir: &Path) -> Result<String, GerdError> {
+        let meta_path = dir.join(META_FILE);
+        let text = std::fs::read_to_string(&meta_path).map_err(|_| {
+            err(format!(
+                "{} is not a retrieval index (no {META_FILE}; build one with `vision2cad gerd index`)",
+                dir.display()
+            ))
+        })?;
+        #[derive(Deserialize)]
+        struct Head {
+            embedder: String,
+        }
+        let head: Head = serde_json::from_str(&text).map_err(|e| err(format!("{}: {e}", meta_path.display())))?;
+        Ok(head.embedder)
+    }
+
     /// The query vector for a target image's and a state's embeddings.
     pub fn query_vector(&self, image: Vec<f32>, state: Vec<f32>) -> Result<Vec<f32>, GerdError> {
         if image.len() != self.meta.image_dim || state.len() != self.meta.state_dim {
