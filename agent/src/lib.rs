@@ -686,8 +686,10 @@ impl Run<'_> {
             .flag("empty", state.empty);
         let mut images: Vec<PathBuf> =
             std::iter::once(self.view_path("target.png")).chain(tagged.map(Path::to_path_buf)).collect();
-        let examples = match &mut self.retriever {
-            Some(r) => r.examples(state, &self.history)?,
+        let examples = match self.retriever.as_mut().map(|r| r.examples(state, &self.history)) {
+            Some(Ok(examples)) => examples,
+            // The run ends as a recorded failure, with everything reached so far written.
+            Some(Err(e)) => return Ok(Asked::Backend(e.to_string())),
             None => Vec::new(),
         };
         let fill = if examples.is_empty() {

@@ -17,7 +17,7 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use serde_json::{Value, json};
 
 use crate::vlm::{GroundTruth, Oracle, Reply, Request, Stage, Vlm, VlmError};
-use crate::{Config, LoopError, reconstruct};
+use crate::{Config, LoopError, reconstruct_with};
 
 /// One recorded stage call.
 #[derive(Debug, Clone)]
@@ -85,19 +85,21 @@ fn perturbed(answer: &str) -> Option<String> {
         *x = (n * 0.5).into();
         true
     };
+    // Only extrusion depths and revolution angles: a wrong fillet radius or plane offset can
+    // leave volume and extent unchanged, and the oracle would accept a wrong preview.
     let changed = if command.get("extent").and_then(|e| e.get("depth")).is_some() {
         command["extent"].get_mut("depth").is_some_and(scale)
-    } else if let Some(key) = ["radius", "size", "offset"].into_iter().find(|k| command.get(*k).is_some()) {
-        command.get_mut(key).is_some_and(scale)
     } else {
-        // Revolutions: half the angle (one and a half turns would be refused, not judged).
+        // One and a half turns would be refused, not judged: half the angle instead.
         command.get_mut("angle").is_some_and(halve)
     };
     changed.then(|| v.to_string())
 }
 
 /// Rebuild one GERD part (`part_dir`) with the oracle through the loop, in `work` (a scratch
-/// directory), and return every stage call it made.
+/// directory), and return every stage call it made. `embedder` is the retrieval index's,
+/// when the configuration has one (it must not hold this part). A rebuild that fails is an
+/// error: its calls are not samples.
 pub fn record_part(
     part_dir: &Path,
     work: &Path,
@@ -105,6 +107,7 @@ pub fn record_part(
     session: &mut Session,
     perturb: f64,
     seed: u64,
+    embedder: Option<Box<dyn gerd::retrieve::embed::Embedder>>,
 ) -> Result<Vec<StageSample>, LoopError> {
     let truth = GroundTruth::load(part_dir, session)
         .map_err(|reason| LoopError::Truth { path: part_dir.display().to_string(), reason })?;
@@ -121,7 +124,14 @@ pub fn record_part(
         answered: Default::default(),
         samples: Vec::new(),
     };
-    reconstruct(&part_dir.join("target.png"), work, config, &mut recorder, session, false)?;
+    let outcome =
+        reconstruct_with(&part_dir.join("target.png"), work, config, &mut recorder, session, false, embedder)?;
+    if let Some(failure) = outcome.failure {
+        return Err(LoopError::Truth {
+            path: part_dir.display().to_string(),
+            reason: format!("the oracle's rebuild failed: {failure}"),
+        });
+    }
     Ok(recorder.samples)
 }
 
@@ -177,8 +187,11 @@ mod tests {
         let p: Value = serde_json::from_str(&perturbed(a).expect("perturbed")).expect("json");
         assert_eq!(p["command"]["extent"]["depth"], 15.0);
         let f = r#"{"reason":"r","command":{"op":"fillet","edges":["E1"],"radius":2.0}}"#;
-        let p: Value = serde_json::from_str(&perturbed(f).expect("perturbed")).expect("json");
-        assert_eq!(p["command"]["radius"], 3.0);
+        assert_eq!(perturbed(f), None, "a wrong fillet may look right");
+        let r =
+            r#"{"reason":"r","command":{"op":"revolve","profile":"S1","mode":"add","axis":"S1.v_axis","angle":360.0}}"#;
+        let p: Value = serde_json::from_str(&perturbed(r).expect("perturbed")).expect("json");
+        assert_eq!(p["command"]["angle"], 180.0);
         let through =
             r#"{"reason":"r","command":{"op":"extrude","profile":"S1","mode":"cut","extent":{"type":"through_all"}}}"#;
         assert_eq!(perturbed(through), None);

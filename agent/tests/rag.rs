@@ -144,13 +144,15 @@ fn retrieval_from_the_command_line_and_in_the_loop() {
     // A dataset changed after indexing is refused when its material is needed.
     let hit_part = retrieved[0]["hits"][0]["part"].as_str().expect("part").to_string();
     let part_json = data.join("parts").join(&hit_part).join("part.json");
-    let mut text = std::fs::read_to_string(&part_json).expect("part.json");
-    text.push('\n');
-    std::fs::write(&part_json, text).expect("touch");
-    let r = run(&dir.path().join("changed"), &["--rag-index", index.to_str().expect("utf-8")]);
+    let original = std::fs::read_to_string(&part_json).expect("part.json");
+    std::fs::write(&part_json, format!("{original}\n")).expect("touch");
+    let changed = dir.path().join("changed");
+    let r = run(&changed, &["--rag-index", index.to_str().expect("utf-8")]);
     assert!(!r.status.success());
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(err.contains("changed after the index was built"), "{err}");
+    assert!(changed.join("outcome.json").is_file(), "the run's files are written all the same");
+    std::fs::write(&part_json, original).expect("restore");
 
     // Training data in the loop's format: the exported Stage 1 prompts are the requests a
     // reconstruction of the same part sends, byte for byte.
@@ -160,6 +162,9 @@ fn retrieval_from_the_command_line_and_in_the_loop() {
         .find(|d| read_part(d).is_ok_and(|r| r.split == gerd::record::Split::Val))
         .expect("a val part");
     let val_id = val_part.file_name().expect("name").to_string_lossy().into_owned();
+    // With RAG on: the index holds the train split, the export is of the validation split.
+    let config = dir.path().join("rag.toml");
+    std::fs::write(&config, format!("rag_index = {:?}\n", index.to_str().expect("utf-8"))).expect("config");
     let export = dir.path().join("export/stage1.jsonl");
     let e = vision2cad(&[
         "gerd",
@@ -171,6 +176,8 @@ fn retrieval_from_the_command_line_and_in_the_loop() {
         "val",
         "--perturb",
         "0",
+        "--config",
+        config.to_str().expect("utf-8"),
         "--out",
         export.to_str().expect("utf-8"),
     ]);
@@ -190,6 +197,8 @@ fn retrieval_from_the_command_line_and_in_the_loop() {
         val_part.to_str().expect("utf-8"),
         "--out",
         own.to_str().expect("utf-8"),
+        "--rag-index",
+        index.to_str().expect("utf-8"),
     ]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let sent: Vec<String> = trace(&own)
@@ -198,7 +207,25 @@ fn retrieval_from_the_command_line_and_in_the_loop() {
         .filter_map(|c| c["request"]["text"].as_str().map(str::to_owned))
         .collect();
     assert!(!sent.is_empty());
+    assert!(sent.iter().all(|t| t.contains("Similar modeling steps")), "RAG was on");
     assert_eq!(exported, sent, "the export's prompts are the loop's requests");
+    // Exporting the parts the index holds is refused: their own steps would be the examples.
+    let leak = vision2cad(&[
+        "gerd",
+        "export",
+        data.to_str().expect("utf-8"),
+        "--task",
+        "stage1",
+        "--split",
+        "train",
+        "--config",
+        config.to_str().expect("utf-8"),
+        "--out",
+        dir.path().join("leak.jsonl").to_str().expect("utf-8"),
+    ]);
+    assert!(!leak.status.success());
+    let why = String::from_utf8_lossy(&leak.stderr);
+    assert!(why.contains("its own steps"), "{why}");
     for s in &samples {
         for image in s["images"].as_array().expect("images") {
             assert!(export.parent().expect("dir").join(image.as_str().expect("path")).is_file(), "{image}");

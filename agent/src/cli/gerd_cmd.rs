@@ -528,6 +528,15 @@ fn export_stage(args: &ExportArgs, stage: vision2cad::vlm::Stage) -> Result<Exit
         None => vision2cad::Config::default(),
     };
     let split = args.split.map(SplitArg::split);
+    // Retrieval during the export must not see the exported parts: their own steps would be
+    // the examples, and the answers would leak into the prompts.
+    let indexed: std::collections::BTreeSet<String> = match (&config.rag_index, config.ablations.no_rag) {
+        (Some(index), false) => {
+            let id = gerd::retrieve::RetrievalIndex::embedder_of(index)?;
+            gerd::retrieve::RetrievalIndex::load(index, &id)?.meta.dataset.part_digests.keys().cloned().collect()
+        }
+        _ => Default::default(),
+    };
     let dirs: Vec<PathBuf> = gerd::record::part_dirs(&args.dir)?
         .into_iter()
         .filter(|d| split.is_none_or(|s| read_part(d).is_ok_and(|r| r.split == s)))
@@ -551,8 +560,26 @@ fn export_stage(args: &ExportArgs, stage: vision2cad::vlm::Stage) -> Result<Exit
     let (mut written, mut failed) = (0, Vec::new());
     for dir in &dirs {
         let record = read_part(dir)?;
+        if indexed.contains(&record.id) {
+            bail!(
+                "the retrieval index of the config holds {}, a part being exported: Stage 1 would retrieve its own steps; index another split",
+                record.id
+            );
+        }
         let work = scratch.path().join(&record.id);
-        match vision2cad::stage_export::record_part(dir, &work, &config, &mut session, args.perturb, args.seed) {
+        let embedder = match (&config.rag_index, config.ablations.no_rag) {
+            (Some(index), false) => embedder_for_index(index, None)?,
+            _ => None,
+        };
+        match vision2cad::stage_export::record_part(
+            dir,
+            &work,
+            &config,
+            &mut session,
+            args.perturb,
+            args.seed,
+            embedder,
+        ) {
             Ok(samples) => {
                 written += vision2cad::stage_export::write_samples(
                     &samples,
@@ -572,6 +599,14 @@ fn export_stage(args: &ExportArgs, stage: vision2cad::vlm::Stage) -> Result<Exit
     bar.finish_and_clear();
     file.flush().with_context(|| format!("cannot write {}", partial.display()))?;
     drop(file);
+    if written == 0 {
+        let _ = std::fs::remove_file(&partial);
+        bail!(
+            "no {} samples: {}",
+            stage.name(),
+            if failed.is_empty() { "no parts to export".into() } else { failed.join("; ") }
+        );
+    }
     std::fs::rename(&partial, &args.out).with_context(|| format!("cannot write {}", args.out.display()))?;
     eprintln!(
         "wrote {written} {} samples of {} parts to {} (images in {})",

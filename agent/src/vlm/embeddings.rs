@@ -75,11 +75,15 @@ impl HttpEmbedder {
                 ));
             }
             let v: Value = serde_json::from_str(&text).map_err(|e| (true, format!("not JSON ({e})")))?;
-            v["data"][0]["embedding"]
+            let values = v["data"][0]["embedding"]
                 .as_array()
-                .map(|a| a.iter().filter_map(Value::as_f64).map(|x| x as f32).collect::<Vec<f32>>())
-                .filter(|e| !e.is_empty())
-                .ok_or((false, "the response has no data[0].embedding".to_string()))
+                .filter(|a| !a.is_empty())
+                .ok_or((false, "the response has no data[0].embedding".to_string()))?;
+            values
+                .iter()
+                .map(|x| x.as_f64().filter(|f| f.is_finite()).map(|f| f as f32))
+                .collect::<Option<Vec<f32>>>()
+                .ok_or((false, "data[0].embedding holds a value that is not a number".to_string()))
         };
         let backoff =
             ExponentialBuilder::default().with_min_delay(Duration::from_millis(500)).with_max_times(4).with_jitter();
@@ -123,8 +127,12 @@ pub fn state_text(state: &ModelState, history: &[Command]) -> String {
     .filter_map(|(name, kind)| count(name, state.faces.iter().filter(|f| f.kind == *kind).count()))
     .collect();
     let ops: Vec<&str> = history.iter().filter(|c| !matches!(c, Command::Sketch(_))).map(operation_key).collect();
+    // Proportions, not millimetres: the loop builds at S_t's scale, datasets at their own.
     let size = state.bbox.map_or(String::new(), |b| {
-        format!(", {:.0} x {:.0} x {:.0} mm", b.max[0] - b.min[0], b.max[1] - b.min[1], b.max[2] - b.min[2])
+        let mut e = [0, 1, 2].map(|i| b.max[i] - b.min[i]);
+        e.sort_by(|a, b| b.total_cmp(a));
+        let l = e[0].max(f64::MIN_POSITIVE);
+        format!(", proportions 1 : {:.2} : {:.2}", e[1] / l, e[2] / l)
     });
     format!(
         "A CAD model with {} faces ({}), {} edges, {} vertices{size}; operations so far: {}.",

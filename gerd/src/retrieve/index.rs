@@ -38,7 +38,8 @@ pub struct DotDistance;
 
 impl Distance<f32> for DotDistance {
     fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
-        (1.0 - dot(a, b)).max(0.0)
+        let d = 1.0 - dot(a, b);
+        if d.is_nan() { 2.0 } else { d.max(0.0) }
     }
 }
 
@@ -233,6 +234,15 @@ impl RetrievalIndex {
             let target =
                 image::open(&target_path).map_err(|e| err(format!("{}: {e}", target_path.display())))?.to_rgb8();
             let image = embedder.embed_image(&target).map_err(|e| err(format!("{}: {e}", target_path.display())))?;
+            let consistent = record.steps.iter().enumerate().all(|(i, s)| {
+                s.index == i && s.before < record.states.len() && s.index <= record.program.commands.len()
+            });
+            if !consistent {
+                return Err(err(format!(
+                    "{}: steps and states do not match; run `vision2cad gerd validate`",
+                    path.display()
+                )));
+            }
             for (entry, history_len) in operation_entries(&record, &root) {
                 let step = &record.steps[entry.step];
                 let state = embedder
@@ -281,6 +291,13 @@ impl RetrievalIndex {
     /// Write the index into `dir` (created; files replaced).
     pub fn save(&self, dir: &Path) -> Result<(), GerdError> {
         std::fs::create_dir_all(dir).map_err(|e| GerdError::io(dir, e))?;
+        // An index being rewritten is no index until its metadata is back: a crash in between
+        // leaves nothing that loads, never old metadata over new vectors.
+        let meta_path = dir.join(META_FILE);
+        match std::fs::remove_file(&meta_path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(GerdError::io(&meta_path, e)),
+            _ => {}
+        }
         let bytes: Vec<u8> = self.vectors.iter().flat_map(|x| x.to_le_bytes()).collect();
         let vectors = dir.join(VECTORS_FILE);
         std::fs::write(&vectors, bytes).map_err(|e| GerdError::io(&vectors, e))?;
@@ -317,23 +334,40 @@ impl RetrievalIndex {
                 meta.embedder
             )));
         }
+        if !(meta.lambda > 0.0 && meta.lambda < 1.0) || meta.image_dim == 0 || meta.state_dim == 0 {
+            return Err(err(format!(
+                "{}: lambda or vector sizes are out of range; rebuild the index",
+                meta_path.display()
+            )));
+        }
         let vectors_path = dir.join(VECTORS_FILE);
         let bytes = std::fs::read(&vectors_path).map_err(|e| GerdError::io(&vectors_path, e))?;
         let dim = meta.image_dim + meta.state_dim;
-        if bytes.len() != meta.entries.len() * dim * 4 {
+        let expected = meta.entries.len().checked_mul(dim).and_then(|n| n.checked_mul(4));
+        if expected != Some(bytes.len()) {
             return Err(err(format!(
-                "{}: {} bytes, expected {}",
+                "{}: {} bytes, but index.json describes {} steps of {dim} values; rebuild the index",
                 vectors_path.display(),
                 bytes.len(),
-                meta.entries.len() * dim * 4
+                meta.entries.len()
             )));
         }
         let vectors: Vec<f32> = bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
         // hnsw_rs ties the graph's lifetime to its loader; one loader per loaded index lives
         // as long as the process.
         let loader: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(dir, GRAPH_NAME)));
-        let hnsw: Hnsw<'static, f32, DotDistance> =
-            loader.load_hnsw().map_err(|e| err(format!("cannot read the graph in {}: {e}", dir.display())))?;
+        // hnsw_rs asserts on what it reads: a damaged graph file is an error here, not a crash.
+        let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            let owned = loader;
+            load_graph(owned)
+        }));
+        let hnsw: Hnsw<'static, f32, DotDistance> = match loaded {
+            Ok(Ok(h)) => h,
+            Ok(Err(e)) => {
+                return Err(err(format!("cannot read the graph in {}: {e}; rebuild the index", dir.display())));
+            }
+            Err(_) => return Err(err(format!("the graph in {} is damaged; rebuild the index", dir.display()))),
+        };
         if hnsw.get_nb_point() != meta.entries.len() {
             return Err(err(format!("{}: the graph and index.json disagree on the number of steps", dir.display())));
         }
@@ -377,7 +411,9 @@ impl RetrievalIndex {
             .hnsw
             .search(query, k, ef.max(k))
             .into_iter()
+            .filter(|n| n.d_id < self.entries().len())
             .map(|n| (n.d_id, dot(query, self.vector(n.d_id))))
+            .filter(|(_, score)| score.is_finite())
             .collect();
         found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         found.truncate(k);
@@ -395,6 +431,9 @@ impl RetrievalIndex {
     /// The `k` best steps with at most one per part, best first.
     pub fn search(&self, query: &[f32], k: usize, ef: usize) -> Vec<Hit> {
         let n = self.entries().len();
+        if k == 0 || n == 0 {
+            return Vec::new();
+        }
         let mut wanted = (k * 10).max(30).min(n);
         loop {
             let mut hits: Vec<Hit> = Vec::new();
@@ -439,12 +478,16 @@ impl RetrievalIndex {
             return Err(err(format!(
                 "{} changed after the index was built (dataset version {}); rebuild the index",
                 path.display(),
-                &self.meta.dataset.version[..12]
+                self.meta.dataset.version.get(..12).unwrap_or(&self.meta.dataset.version)
             )));
         }
         let image = entry.tagged_view.as_ref().map(|v| root.join(v));
         Ok(Example { hit: hit.clone(), entry, image })
     }
+}
+
+fn load_graph(loader: &'static mut HnswIo) -> anyhow::Result<Hnsw<'static, f32, DotDistance>> {
+    loader.load_hnsw()
 }
 
 /// Build the HNSW graph over `vectors` (inserted in order: the graph is the same every time).
@@ -507,7 +550,9 @@ mod tests {
         let states: Vec<Vec<f32>> = (0..12).map(|_| (0..state_dim).map(|_| uniform()).collect()).collect();
         (0..n)
             .map(|i| {
-                let image = images[i % images.len()].iter().map(|x| x + 0.3 * uniform()).collect();
+                // A part's steps share its target image, as in GERD: the nearest steps of a
+                // query are then often siblings, which the one-per-part rule must skip.
+                let image = images[(i / 4) % images.len()].iter().map(|x| x + 0.05 * uniform()).collect();
                 let state = states[(i * 7) % states.len()].iter().map(|x| x + 0.3 * uniform()).collect();
                 (image, state)
             })
@@ -556,6 +601,10 @@ mod tests {
     fn an_indexed_step_finds_itself_first_and_hits_come_from_distinct_parts() {
         let pairs = synthetic(400, 32, 8, 4);
         let index = index_of(&pairs, 0.6);
+        let q = combine(pairs[17].0.clone(), pairs[17].1.clone(), 0.6);
+        let nearest: Vec<usize> = index.nearest(&q, 3, EF_SEARCH).into_iter().map(|(i, _)| i).collect();
+        assert!(nearest.iter().any(|&i| i != 17 && i / 4 == 17 / 4), "siblings are near: the rule has work to do");
+        assert!(index.search(&q, 0, EF_SEARCH).is_empty());
         for i in [0, 17, 399] {
             let q = combine(pairs[i].0.clone(), pairs[i].1.clone(), 0.6);
             let hits = index.search(&q, 3, EF_SEARCH);
@@ -570,6 +619,8 @@ mod tests {
         let pairs = synthetic(300, 32, 8, 5);
         let index = index_of(&pairs, 0.6);
         let dir = tempfile::tempdir().expect("tempdir");
+        // Saved over an older, smaller index: the new one is what loads.
+        index_of(&synthetic(100, 32, 8, 9), 0.6).save(dir.path()).expect("save the old one");
         index.save(dir.path()).expect("save");
         let again = RetrievalIndex::load(dir.path(), "synthetic").expect("load");
         for (image, state) in synthetic(50, 32, 8, 6) {
@@ -580,5 +631,13 @@ mod tests {
         assert!(err.contains("synthetic") && err.contains("builtin-1"), "{err}");
         let err = RetrievalIndex::load(&dir.path().join("nothing"), "synthetic").expect_err("no index").to_string();
         assert!(err.contains("not a retrieval index"), "{err}");
+        // Damaged files are errors, not crashes.
+        let graph = dir.path().join("hnsw.hnsw.graph");
+        let bytes = std::fs::read(&graph).expect("graph");
+        std::fs::write(&graph, &bytes[..bytes.len() / 3]).expect("truncate");
+        assert!(RetrievalIndex::load(dir.path(), "synthetic").is_err());
+        std::fs::write(dir.path().join(VECTORS_FILE), b"short").expect("truncate vectors");
+        let err = RetrievalIndex::load(dir.path(), "synthetic").expect_err("short vectors").to_string();
+        assert!(err.contains("rebuild"), "{err}");
     }
 }
