@@ -5,7 +5,7 @@
 
 mod cli;
 
-use cli::{bench, env, eval_cmd, exec, gerd_cmd, reconstruct_cmd, render};
+use cli::{bench, env, eval_cmd, exec, gerd_cmd, reconstruct_cmd, render, run_cmd};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,6 +30,13 @@ enum Cmd {
     /// with `exec` and `eval`), trace.jsonl, views/ and report.html. The document reached is
     /// written however the loop ends; exit 1 when it stopped on a failure.
     Reconstruct(Box<reconstruct_cmd::ReconstructArgs>),
+    /// Reconstruct every part of a GERD split, then evaluate both protocols.
+    ///
+    /// Writes RUNDIR/parts/ID/ (each part's reconstruction, with item.json), results.md,
+    /// results.json and index.html. Parts run in child processes, --jobs at once, each with
+    /// a time limit; failures are recorded, never fatal; a run resumes where it stopped.
+    /// Options after `--` go to every `reconstruct`.
+    Run(Box<run_cmd::RunArgs>),
     /// Execute a program of the command language into a FreeCAD document.
     ///
     /// Writes DIR/model.FCStd (opens in FreeCAD), DIR/model.step and DIR/state.json (the
@@ -110,6 +117,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Cmd::Reconstruct(args) => reconstruct_cmd::run(&args),
+        Cmd::Run(args) => run_cmd::run(&args),
         Cmd::Exec(args) => exec::run(&args),
         Cmd::Inspect { model, worker } => {
             let mut session = worker.session()?;

@@ -436,7 +436,7 @@ fn export(args: &ExportArgs) -> Result<ExitCode> {
 }
 
 impl SplitArg {
-    fn split(self) -> Split {
+    pub fn split(self) -> Split {
         match self {
             SplitArg::Train => Split::Train,
             SplitArg::Val => Split::Val,

@@ -12,4 +12,5 @@ pub mod loop_bench;
 pub mod rag_bench;
 pub mod reconstruct_cmd;
 pub mod render;
+pub mod run_cmd;
 pub mod vlm_bench;

@@ -1,0 +1,461 @@
+//! `vision2cad run`: `reconstruct` on every part of a GERD split, then both evaluation
+//! protocols, `results.md`, `results.json` and an `index.html` linking every part's report.
+//!
+//! Each part runs as a child `vision2cad reconstruct` process (`--jobs` at once), so a part
+//! that crashes or runs past `--item-timeout` costs that part only. A part's folder appears
+//! under `RUNDIR/parts/` only when its reconstruction has ended (it is written under a
+//! `.partial-` name and renamed), so an interrupted run resumes where it stopped.
+
+use std::collections::VecDeque;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, ExitCode, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use eval::{EvalOptions, Protocol, Report};
+use freecad_bridge::WorkerPool;
+use gerd::record::{Split, part_dirs, read_part};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::WorkerArgs;
+use crate::cli::exec::write_atomic;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunBackend {
+    /// A perfect model: each part's own GERD folder is its ground truth.
+    Oracle,
+    /// A chat-completions server (see `reconstruct --vlm openai`).
+    Openai,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// A GERD dataset (`gerd generate`, `gerd import`).
+    #[arg(long)]
+    pub dataset: PathBuf,
+    #[arg(long, value_enum, default_value = "test")]
+    pub split: crate::cli::gerd_cmd::SplitArg,
+    /// The run's folder; an existing run there is resumed.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Parts reconstructed at once (one FreeCAD worker each).
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+    /// Only the first N parts of the split (by ID).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Seconds one part may take; past it the part is stopped and recorded as timed out.
+    #[arg(long, default_value_t = 1800.0)]
+    pub item_timeout: f64,
+    #[arg(long, value_enum, default_value = "oracle")]
+    pub vlm: RunBackend,
+    /// Options passed to every `reconstruct` (the same flags: --config, --model,
+    /// --base-url, --cache, --rag-index, --max-steps, --no-egr ...), after `--`.
+    #[arg(last = true)]
+    pub reconstruct: Vec<String>,
+    #[command(flatten)]
+    pub worker: WorkerArgs,
+}
+
+/// What a finished part left behind, besides its reconstruction's own files.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Item {
+    id: String,
+    /// `finished` (END), `stopped` (step limit), `failed`, `timeout`, `crashed`.
+    status: String,
+    reason: Option<String>,
+    seconds: f64,
+    steps: usize,
+    input_tokens: u64,
+    output_tokens: u64,
+    cost: Option<f64>,
+}
+
+/// The settings a run was started with; a resumed run must be given the same.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct RunSettings {
+    dataset: PathBuf,
+    split: String,
+    vlm: RunBackend,
+    reconstruct: Vec<String>,
+    parts: Vec<String>,
+}
+
+pub fn run(args: &RunArgs) -> Result<ExitCode> {
+    anyhow::ensure!(args.jobs >= 1, "--jobs must be at least 1");
+    anyhow::ensure!(args.item_timeout > 0.0, "--item-timeout must be a positive number of seconds");
+    let split: Split = args.split.split();
+    if !args.dataset.join(gerd::record::PARTS_DIR).is_dir() {
+        bail!("{} is not a GERD dataset (no parts/)", args.dataset.display());
+    }
+    let dataset = args.dataset.canonicalize().with_context(|| format!("cannot read {}", args.dataset.display()))?;
+    let mut parts: Vec<PathBuf> = Vec::new();
+    for dir in part_dirs(&dataset)? {
+        if read_part(&dir)?.split == split {
+            parts.push(dir);
+        }
+    }
+    if let Some(n) = args.limit {
+        parts.truncate(n);
+    }
+    anyhow::ensure!(!parts.is_empty(), "{} has no {} parts", dataset.display(), split.name());
+    let ids: Vec<String> = parts.iter().map(|p| file_name(p)).collect();
+    let settings = RunSettings {
+        dataset: dataset.clone(),
+        split: split.name().into(),
+        vlm: args.vlm,
+        reconstruct: args.reconstruct.clone(),
+        parts: ids.clone(),
+    };
+    let out = &args.out;
+    std::fs::create_dir_all(out.join("parts")).with_context(|| format!("cannot create {}", out.display()))?;
+    let settings_path = out.join("run.json");
+    if settings_path.is_file() {
+        let earlier: RunSettings = serde_json::from_str(&std::fs::read_to_string(&settings_path)?)
+            .with_context(|| format!("{} is not a run's settings", settings_path.display()))?;
+        if earlier != settings {
+            bail!(
+                "{} holds a run with other settings (dataset, split, backend, options or parts); use another --out",
+                out.display()
+            );
+        }
+    } else {
+        write_atomic(&settings_path, serde_json::to_string_pretty(&settings)?.as_bytes())?;
+    }
+    // Unfinished parts of an interrupted run start again.
+    for entry in std::fs::read_dir(out.join("parts"))?.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(".partial-") {
+            std::fs::remove_dir_all(entry.path())
+                .with_context(|| format!("cannot remove {}", entry.path().display()))?;
+        }
+    }
+    let todo: VecDeque<PathBuf> =
+        parts.iter().filter(|p| !out.join("parts").join(file_name(p)).join("item.json").is_file()).cloned().collect();
+    let skipped = parts.len() - todo.len();
+    if skipped > 0 {
+        eprintln!("{skipped} of {} parts are already done; running the other {}", parts.len(), todo.len());
+    }
+
+    let exe = std::env::current_exe().context("cannot locate the vision2cad executable")?;
+    let progress = Progress::new("parts", todo.len());
+    let queue = Mutex::new(todo);
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..args.jobs {
+            scope.spawn(|| {
+                while let Some(part) = queue.lock().ok().and_then(|mut q| q.pop_front()) {
+                    let item = reconstruct_part(&exe, &part, out, args);
+                    progress.tick(item.as_ref().map_or(true, |i| !matches!(i.status.as_str(), "finished" | "stopped")));
+                    if let Err(e) = item {
+                        eprintln!("{}: {e:#}", file_name(&part));
+                    }
+                }
+            });
+        }
+    });
+    progress.finish();
+    let wall = started.elapsed().as_secs_f64();
+
+    // Evaluation, both protocols, over every part of the run (resumed ones included).
+    let gt_programs = out.join("gt");
+    std::fs::create_dir_all(&gt_programs)?;
+    let mut static_pairs = Vec::new();
+    let mut edit_pairs = Vec::new();
+    for part in &parts {
+        let id = file_name(part);
+        let record = read_part(part)?;
+        let gt_program = gt_programs.join(format!("{id}.json"));
+        write_atomic(&gt_program, serde_json::to_string_pretty(&record.program)?.as_bytes())?;
+        let pred = Some(out.join("parts").join(&id).join("program.json")).filter(|p| p.is_file());
+        static_pairs.push(eval::Pair { id: id.clone(), pred: pred.clone(), gt: part.join(&record.files.model_step) });
+        edit_pairs.push(eval::Pair { id, pred, gt: gt_program });
+    }
+    let pool = WorkerPool::new(args.worker.config()?, args.jobs);
+    let evaluate = |protocol: Protocol, pairs: &[eval::Pair]| -> Result<Report> {
+        let options = EvalOptions { protocol, ..EvalOptions::default() };
+        let progress = Progress::new(&format!("{} evaluations", protocol.name()), pairs.len());
+        let report = eval::evaluate(&pool, pairs, &options, || progress.tick(false))?;
+        progress.finish();
+        Ok(report)
+    };
+    let static_report = evaluate(Protocol::Static, &static_pairs)?;
+    let edit_report = evaluate(Protocol::Edit10, &edit_pairs)?;
+    write_atomic(&out.join("eval_static.json"), serde_json::to_string_pretty(&static_report)?.as_bytes())?;
+    write_atomic(&out.join("eval_edit10.json"), serde_json::to_string_pretty(&edit_report)?.as_bytes())?;
+
+    let items: Vec<Item> = ids
+        .iter()
+        .map(|id| {
+            let path = out.join("parts").join(id).join("item.json");
+            std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or_else(|| Item::missing(id, "the part did not run"))
+        })
+        .collect();
+    let results = results_json(&settings, &items, &static_report, &edit_report, wall);
+    write_atomic(&out.join("results.json"), serde_json::to_string_pretty(&results)?.as_bytes())?;
+    let table = results_markdown(&results);
+    write_atomic(&out.join("results.md"), table.as_bytes())?;
+    write_atomic(&out.join("index.html"), index_html(&results).as_bytes())?;
+    print!("{table}");
+    eprintln!("wrote {}/{{results.md, results.json, index.html}}", out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned())
+}
+
+impl Item {
+    fn missing(id: &str, reason: &str) -> Item {
+        Item {
+            id: id.into(),
+            status: "crashed".into(),
+            reason: Some(reason.into()),
+            seconds: 0.0,
+            steps: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            cost: None,
+        }
+    }
+}
+
+/// One part in a child process, with the time limit; its folder is renamed into place when
+/// the child has ended, whatever its outcome.
+fn reconstruct_part(exe: &Path, part: &Path, out: &Path, args: &RunArgs) -> Result<Item> {
+    let id = file_name(part);
+    let partial = out.join("parts").join(format!(".partial-{id}"));
+    let done = out.join("parts").join(&id);
+    let mut cmd = Process::new(exe);
+    cmd.arg("reconstruct").arg(part.join("target.png")).arg("--out").arg(&partial);
+    match args.vlm {
+        RunBackend::Oracle => cmd.arg("--vlm").arg("oracle").arg("--gt").arg(part),
+        RunBackend::Openai => cmd.arg("--vlm").arg("openai"),
+    };
+    cmd.args(&args.reconstruct).arg("--timeout").arg(args.worker.timeout.to_string());
+    std::fs::create_dir_all(&partial).with_context(|| format!("cannot create {}", partial.display()))?;
+    let log = std::fs::File::create(partial.join("reconstruct.log"))?;
+    cmd.stdout(Stdio::null()).stderr(log);
+    let started = Instant::now();
+    let mut child = cmd.spawn().context("cannot start vision2cad reconstruct")?;
+    let limit = Duration::from_secs_f64(args.item_timeout);
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let outcome: Option<Value> =
+        std::fs::read_to_string(partial.join("outcome.json")).ok().and_then(|t| serde_json::from_str(&t).ok());
+    let mut item = Item::missing(&id, "");
+    item.seconds = seconds;
+    if let Some(o) = &outcome {
+        item.steps = o["steps"].as_u64().unwrap_or(0) as usize;
+        item.input_tokens = o["usage"]["input_tokens"].as_u64().unwrap_or(0);
+        item.output_tokens = o["usage"]["output_tokens"].as_u64().unwrap_or(0);
+        item.cost = o["usage"]["cost"].as_f64();
+    }
+    (item.status, item.reason) = match (status, &outcome) {
+        (None, _) => ("timeout".into(), Some(format!("stopped after {:.0} s (--item-timeout)", args.item_timeout))),
+        (Some(_), Some(o)) if o["failure"].is_string() => ("failed".into(), o["failure"].as_str().map(str::to_owned)),
+        (Some(_), Some(o)) if o["finished"] == true => ("finished".into(), None),
+        (Some(_), Some(o)) => ("stopped".into(), o["stop"].as_str().map(str::to_owned)),
+        (Some(s), None) => {
+            let tail = std::fs::read_to_string(partial.join("reconstruct.log")).unwrap_or_default();
+            let last = tail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
+            ("crashed".into(), Some(format!("reconstruct exited with {s}: {last}")))
+        }
+    };
+    write_atomic(&partial.join("item.json"), serde_json::to_string_pretty(&item)?.as_bytes())?;
+    if done.exists() {
+        std::fs::remove_dir_all(&done).with_context(|| format!("cannot replace {}", done.display()))?;
+    }
+    std::fs::rename(&partial, &done).with_context(|| format!("cannot move {} into place", partial.display()))?;
+    Ok(item)
+}
+
+fn summary(report: &Report) -> Value {
+    json!({"n": report.n, "cr": report.cr, "miou": report.miou, "cd_mean": report.cd_mean,
+        "cd_median": report.cd_median, "hd": report.hd, "hd95": report.hd95})
+}
+
+fn results_json(settings: &RunSettings, items: &[Item], s: &Report, e: &Report, wall: f64) -> Value {
+    let per_part: Vec<Value> = items
+        .iter()
+        .map(|item| {
+            let find = |r: &Report| r.samples.iter().find(|x| x.id == item.id).cloned();
+            let (st, ed) = (find(s), find(e));
+            json!({
+                "id": item.id, "status": item.status, "reason": item.reason, "steps": item.steps,
+                "seconds": item.seconds, "input_tokens": item.input_tokens, "output_tokens": item.output_tokens,
+                "cost": item.cost,
+                "static": st.map(|x| json!({"compiled": x.compiled, "iou": x.iou, "cd": x.cd, "hd": x.hd, "hd95": x.hd95})),
+                "edit10": ed.map(|x| json!({"compiled": x.compiled, "iou": x.iou, "cd": x.cd, "hd": x.hd, "hd95": x.hd95})),
+            })
+        })
+        .collect();
+    let count = |status: &str| items.iter().filter(|i| i.status == status).count();
+    let costs: Vec<f64> = items.iter().filter_map(|i| i.cost).collect();
+    json!({
+        "settings": settings,
+        "parts": items.len(),
+        "status": {"finished": count("finished"), "stopped": count("stopped"), "failed": count("failed"),
+                   "timeout": count("timeout"), "crashed": count("crashed")},
+        "static": summary(s),
+        "edit10": summary(e),
+        "tokens": {"input": items.iter().map(|i| i.input_tokens).sum::<u64>(), "output": items.iter().map(|i| i.output_tokens).sum::<u64>()},
+        "cost": (!costs.is_empty()).then(|| costs.iter().sum::<f64>()),
+        "seconds_per_part": items.iter().map(|i| i.seconds).sum::<f64>() / items.len().max(1) as f64,
+        "wall_seconds_this_session": wall,
+        "per_part": per_part,
+    })
+}
+
+fn fmt(v: &Value, digits: usize) -> String {
+    v.as_f64().map_or("-".into(), |x| format!("{x:.digits$}"))
+}
+
+fn results_markdown(r: &Value) -> String {
+    let mut t = String::new();
+    let st = &r["status"];
+    t.push_str(&format!(
+        "# Run over {} ({} split, {} parts, backend {})\n\n",
+        r["settings"]["dataset"].as_str().unwrap_or(""),
+        r["settings"]["split"].as_str().unwrap_or(""),
+        r["parts"],
+        r["settings"]["vlm"].as_str().unwrap_or("")
+    ));
+    t.push_str(&format!(
+        "Finished {} (END), stopped at the step limit {}, failed {}, timed out {}, crashed {}.\n\n",
+        st["finished"], st["stopped"], st["failed"], st["timeout"], st["crashed"]
+    ));
+    t.push_str("| protocol | CR | mIoU | CD mean | CD median | HD | HD95 |\n|---|---|---|---|---|---|---|\n");
+    for p in ["static", "edit10"] {
+        let s = &r[p];
+        t.push_str(&format!(
+            "| {p} | {} | {} | {} | {} | {} | {} |\n",
+            fmt(&s["cr"], 3),
+            fmt(&s["miou"], 4),
+            fmt(&s["cd_mean"], 4),
+            fmt(&s["cd_median"], 4),
+            fmt(&s["hd"], 4),
+            fmt(&s["hd95"], 4)
+        ));
+    }
+    let cost = r["cost"].as_f64().map_or("no price configured".into(), |c| format!("{c:.4}"));
+    t.push_str(&format!(
+        "\nTokens {} in, {} out; cost {cost}; {:.1} s per part.\n",
+        r["tokens"]["input"],
+        r["tokens"]["output"],
+        r["seconds_per_part"].as_f64().unwrap_or(0.0)
+    ));
+    t
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn index_html(r: &Value) -> String {
+    let mut h = String::from(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>vision2cad run</title><style>\
+         body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}\
+         td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child{text-align:left}\
+         .bad{color:#b42318}</style></head><body>\n",
+    );
+    h.push_str(&format!("<pre>{}</pre>\n", escape(&results_markdown(r))));
+    h.push_str("<table><tr><th>part</th><th>status</th><th>steps</th><th>static IoU</th><th>edit10 IoU</th><th>seconds</th></tr>\n");
+    for p in r["per_part"].as_array().into_iter().flatten() {
+        let id = p["id"].as_str().unwrap_or("");
+        let class = if matches!(p["status"].as_str(), Some("finished")) { "" } else { " class=\"bad\"" };
+        h.push_str(&format!(
+            "<tr><td><a href=\"parts/{id}/report.html\">{}</a></td><td{class} title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            escape(id),
+            escape(p["reason"].as_str().unwrap_or("")),
+            escape(p["status"].as_str().unwrap_or("")),
+            p["steps"],
+            fmt(&p["static"]["iou"], 4),
+            fmt(&p["edit10"]["iou"], 4),
+            fmt(&p["seconds"], 1)
+        ));
+    }
+    h.push_str("</table></body></html>\n");
+    h
+}
+
+/// Progress on stderr: a bar on a terminal, otherwise a plain line every 30 seconds (and at
+/// the end), so cluster logs and CI show long work too.
+struct Progress {
+    what: String,
+    total: usize,
+    started: Instant,
+    state: Mutex<(usize, usize, Instant)>,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    fn new(what: &str, total: usize) -> Progress {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new(total as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{msg} {bar:40} {pos}/{len}, ETA {eta}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar.set_message(what.to_string());
+            bar
+        });
+        let now = Instant::now();
+        Progress { what: what.into(), total, started: now, state: Mutex::new((0, 0, now)), bar }
+    }
+
+    fn tick(&self, failed: bool) {
+        let Ok(mut s) = self.state.lock() else { return };
+        s.0 += 1;
+        s.1 += usize::from(failed);
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+            if failed {
+                bar.set_message(format!("{} ({} failed)", self.what, s.1));
+            }
+        } else if s.2.elapsed() >= Duration::from_secs(30) {
+            s.2 = Instant::now();
+            self.line(s.0, s.1);
+        }
+    }
+
+    fn line(&self, done: usize, failed: usize) {
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let rate = done as f64 / elapsed.max(1e-9);
+        let eta = (self.total - done.min(self.total)) as f64 / rate.max(1e-9);
+        eprintln!(
+            "{}: {done}/{} done, {:.1}/min, ETA {:.0} s, {failed} failed",
+            self.what,
+            self.total,
+            rate * 60.0,
+            if done == 0 { f64::NAN } else { eta }
+        );
+    }
+
+    fn finish(&self) {
+        match &self.bar {
+            Some(bar) => bar.finish_and_clear(),
+            None => {
+                if let Ok(s) = self.state.lock() {
+                    self.line(s.0, s.1);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! `vision2cad run` over a small generated test split with the oracle: results, resuming
+//! after an interruption gives the same results, the item time limit, settings mismatches.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command as Process;
+
+use common::binary;
+use serde_json::Value;
+
+fn vision2cad(args: &[&str]) -> std::process::Output {
+    Process::new(binary()).args(args).output().expect("runs")
+}
+
+fn results(run: &Path) -> Value {
+    let mut v: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("results.json")).expect("results")).expect("json");
+    // Time differs from run to run; everything else must not.
+    v.as_object_mut().expect("object").remove("wall_seconds_this_session");
+    v.as_object_mut().expect("object").remove("seconds_per_part");
+    for p in v["per_part"].as_array_mut().expect("parts") {
+        p.as_object_mut().expect("part").remove("seconds");
+    }
+    v
+}
+
+#[test]
+fn a_run_evaluates_every_part_and_resumes_to_the_same_results() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("gerd");
+    let g = vision2cad(&[
+        "gerd",
+        "generate",
+        "--count",
+        "4",
+        "--seed",
+        "8",
+        "--split",
+        "0,0,4",
+        "--view-size",
+        "200",
+        "--out",
+        data.to_str().expect("utf-8"),
+    ]);
+    assert!(g.status.success(), "{}", String::from_utf8_lossy(&g.stderr));
+    let run_dir = dir.path().join("run");
+    let args =
+        ["run", "--dataset", data.to_str().expect("utf-8"), "--out", run_dir.to_str().expect("utf-8"), "--jobs", "2"];
+    let r = vision2cad(&args);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let first = results(&run_dir);
+    assert_eq!(first["parts"], 4);
+    assert_eq!(first["status"]["finished"], 4);
+    assert_eq!(first["static"]["cr"], 1.0);
+    assert!(first["static"]["miou"].as_f64().is_some_and(|m| m > 0.99), "{}", first["static"]);
+    assert!(first["edit10"]["miou"].as_f64().is_some_and(|m| m > 0.98), "{}", first["edit10"]);
+    let md = std::fs::read_to_string(run_dir.join("results.md")).expect("results.md");
+    assert!(md.contains("| static |") && md.contains("| edit10 |"), "{md}");
+    let html = std::fs::read_to_string(run_dir.join("index.html")).expect("index.html");
+    let id = first["per_part"][0]["id"].as_str().expect("id").to_string();
+    assert!(html.contains(&format!("parts/{id}/report.html")));
+    assert!(run_dir.join("parts").join(&id).join("report.html").is_file());
+
+    // An interruption: one part gone, another half-written. The rerun redoes just those.
+    std::fs::remove_dir_all(run_dir.join("parts").join(&id)).expect("remove a part");
+    let second_id = first["per_part"][1]["id"].as_str().expect("id").to_string();
+    std::fs::rename(
+        run_dir.join("parts").join(&second_id),
+        run_dir.join("parts").join(format!(".partial-{second_id}")),
+    )
+    .expect("half-written");
+    let r = vision2cad(&args);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("2 of 4 parts are already done"));
+    assert_eq!(results(&run_dir), first, "the resumed run reports what the uninterrupted one did");
+    assert!(!run_dir.join("parts").join(format!(".partial-{second_id}")).exists());
+
+    // Other settings in the same folder are refused.
+    let mut other = args.to_vec();
+    other.extend(["--", "--no-pgr"]);
+    let r = vision2cad(&other);
+    assert!(!r.status.success());
+    assert!(String::from_utf8_lossy(&r.stderr).contains("other settings"));
+
+    // A part past its time limit is recorded as timed out, and the run still reports.
+    let slow = dir.path().join("slow");
+    let r = vision2cad(&[
+        "run",
+        "--dataset",
+        data.to_str().expect("utf-8"),
+        "--out",
+        slow.to_str().expect("utf-8"),
+        "--limit",
+        "1",
+        "--item-timeout",
+        "0.2",
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let slow_results = results(&slow);
+    assert_eq!(slow_results["status"]["timeout"], 1);
+    assert_eq!(slow_results["static"]["cr"], 0.0);
+}
