@@ -100,4 +100,60 @@ fn a_run_evaluates_every_part_and_resumes_to_the_same_results() {
     let slow_results = results(&slow);
     assert_eq!(slow_results["status"]["timeout"], 1);
     assert_eq!(slow_results["static"]["cr"], 0.0);
+
+    // A sweep: one row per configuration, from names and from a sweep file.
+    let sweep = dir.path().join("sweep");
+    let r = vision2cad(&[
+        "run",
+        "--dataset",
+        data.to_str().expect("utf-8"),
+        "--out",
+        sweep.to_str().expect("utf-8"),
+        "--limit",
+        "1",
+        "--configs",
+        "full,no-evf",
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let table = std::fs::read_to_string(sweep.join("results.md")).expect("table");
+    assert!(table.contains("| full | 1/1 |") && table.contains("| no-evf | 1/1 |"), "{table}");
+    assert!(sweep.join("no-evf/results.json").is_file());
+    let calls = |run: &Path| -> usize {
+        let id = results(run)["per_part"][0]["id"].as_str().expect("id").to_string();
+        std::fs::read_to_string(run.join("parts").join(id).join("trace.jsonl"))
+            .expect("trace")
+            .lines()
+            .filter(|l| l.contains("\"stage\":\"stage3\""))
+            .count()
+    };
+    assert!(calls(&sweep.join("full")) > 0 && calls(&sweep.join("no-evf")) == 0, "no-evf has no Stage 3");
+    std::fs::write(dir.path().join("one-step.toml"), "max_steps = 1\n").expect("config");
+    std::fs::write(dir.path().join("default.toml"), "").expect("config");
+    std::fs::write(dir.path().join("sweep.toml"), "[configs]\nfull = \"default.toml\"\none-step = \"one-step.toml\"\n")
+        .expect("sweep");
+    let from_file = dir.path().join("from-file");
+    let r = vision2cad(&[
+        "run",
+        "--dataset",
+        data.to_str().expect("utf-8"),
+        "--out",
+        from_file.to_str().expect("utf-8"),
+        "--limit",
+        "1",
+        "--sweep",
+        dir.path().join("sweep.toml").to_str().expect("utf-8"),
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let table = std::fs::read_to_string(from_file.join("results.md")).expect("table");
+    assert!(table.contains("| full | 1/1 |") && table.contains("| one-step | 0/1 |"), "{table}");
+    let r = vision2cad(&[
+        "run",
+        "--dataset",
+        data.to_str().expect("utf-8"),
+        "--out",
+        sweep.to_str().expect("utf-8"),
+        "--configs",
+        "no-such",
+    ]);
+    assert!(!r.status.success() && String::from_utf8_lossy(&r.stderr).contains("unknown configuration"));
 }

@@ -53,6 +53,15 @@ pub struct RunArgs {
     pub item_timeout: f64,
     #[arg(long, value_enum, default_value = "oracle")]
     pub vlm: RunBackend,
+    /// An ablation sweep: the split once per configuration, `full` or a flag of
+    /// `reconstruct` without its dashes (`no-egr`, `no-lcb`, `no-pgr`, `no-reg`, `no-rag`,
+    /// `no-evf`), each in RUNDIR/NAME/, and one table with a row per configuration.
+    #[arg(long, value_delimiter = ',', conflicts_with = "sweep")]
+    pub configs: Vec<String>,
+    /// A sweep file: a TOML table `[configs]` of NAME = "config.toml" (a `reconstruct
+    /// --config` each), run like --configs.
+    #[arg(long, value_name = "FILE")]
+    pub sweep: Option<PathBuf>,
     /// Options passed to every `reconstruct` (the same flags: --config, --model,
     /// --base-url, --cache, --rag-index, --max-steps, --no-egr ...), after `--`.
     #[arg(last = true)]
@@ -86,6 +95,119 @@ struct RunSettings {
 }
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
+    let configs = sweep_configs(args)?;
+    if configs.is_empty() {
+        let results = run_split(args, &args.out, &[])?;
+        print!("{}", results_markdown(&results));
+        eprintln!("wrote {}/{{results.md, results.json, index.html}}", args.out.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut rows = Vec::new();
+    for (name, extra) in &configs {
+        eprintln!("configuration {name}");
+        let results = run_split(args, &args.out.join(name), extra)?;
+        rows.push((name.clone(), results));
+    }
+    let table = sweep_markdown(&rows);
+    std::fs::create_dir_all(&args.out)?;
+    write_atomic(&args.out.join("results.md"), table.as_bytes())?;
+    let json_rows: Vec<Value> = rows.iter().map(|(name, r)| json!({"config": name, "results": r})).collect();
+    write_atomic(&args.out.join("results.json"), serde_json::to_string_pretty(&json_rows)?.as_bytes())?;
+    let mut html = String::from(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>vision2cad sweep</title></head><body>\n",
+    );
+    html.push_str(&format!("<pre>{}</pre><ul>\n", escape(&table)));
+    for (name, _) in &rows {
+        html.push_str(&format!("<li><a href=\"{0}/index.html\">{0}</a></li>\n", escape(name)));
+    }
+    html.push_str("</ul></body></html>\n");
+    write_atomic(&args.out.join("index.html"), html.as_bytes())?;
+    print!("{table}");
+    eprintln!("wrote {}/{{results.md, results.json, index.html}} and one folder per configuration", args.out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The configurations of a sweep, each with the options it adds to `reconstruct`.
+fn sweep_configs(args: &RunArgs) -> Result<Vec<(String, Vec<String>)>> {
+    const FLAGS: [&str; 6] = ["no-egr", "no-lcb", "no-pgr", "no-reg", "no-rag", "no-evf"];
+    if let Some(path) = &args.sweep {
+        #[derive(Deserialize)]
+        struct Sweep {
+            configs: std::collections::BTreeMap<String, PathBuf>,
+        }
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("cannot read the sweep file {}", path.display()))?;
+        let sweep: Sweep = toml::from_str(&text)
+            .with_context(|| format!("{}: expected a [configs] table of NAME = \"file.toml\"", path.display()))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        return sweep
+            .configs
+            .into_iter()
+            .map(|(name, file)| {
+                let file = if file.is_absolute() { file } else { base.join(file) };
+                anyhow::ensure!(
+                    file.is_file(),
+                    "{}: configuration {name}: {} does not exist",
+                    path.display(),
+                    file.display()
+                );
+                check_name(&name)?;
+                Ok((name, vec!["--config".into(), file.display().to_string()]))
+            })
+            .collect();
+    }
+    args.configs
+        .iter()
+        .map(|name| {
+            let name = name.trim();
+            check_name(name)?;
+            if name == "full" {
+                Ok((name.to_string(), Vec::new()))
+            } else if FLAGS.contains(&name) {
+                Ok((name.to_string(), vec![format!("--{name}")]))
+            } else {
+                bail!("unknown configuration {name:?} (full, {})", FLAGS.join(", "))
+            }
+        })
+        .collect()
+}
+
+fn check_name(name: &str) -> Result<()> {
+    anyhow::ensure!(
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
+        "configuration name {name:?} must be letters, digits, - or _ (it names a folder)"
+    );
+    Ok(())
+}
+
+fn sweep_markdown(rows: &[(String, Value)]) -> String {
+    let mut t = String::from(
+        "| config | finished | static CR | static mIoU | static CD mean | static HD95 | edit10 CR | edit10 mIoU | edit10 CD mean | edit10 HD95 | tokens in | cost | s/part |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for (name, r) in rows {
+        let (s, e) = (&r["static"], &r["edit10"]);
+        t.push_str(&format!(
+            "| {name} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |\n",
+            r["status"]["finished"],
+            r["parts"],
+            fmt(&s["cr"], 3),
+            fmt(&s["miou"], 4),
+            fmt(&s["cd_mean"], 4),
+            fmt(&s["hd95"], 4),
+            fmt(&e["cr"], 3),
+            fmt(&e["miou"], 4),
+            fmt(&e["cd_mean"], 4),
+            fmt(&e["hd95"], 4),
+            r["tokens"]["input"],
+            fmt(&r["cost"], 4),
+            r["seconds_per_part"].as_f64().unwrap_or(0.0)
+        ));
+    }
+    t
+}
+
+/// One run over the split into `out`, with `extra` options for every `reconstruct`.
+fn run_split(args: &RunArgs, out: &Path, extra: &[String]) -> Result<Value> {
     anyhow::ensure!(args.jobs >= 1, "--jobs must be at least 1");
     anyhow::ensure!(args.item_timeout > 0.0, "--item-timeout must be a positive number of seconds");
     let split: Split = args.split.split();
@@ -108,10 +230,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         dataset: dataset.clone(),
         split: split.name().into(),
         vlm: args.vlm,
-        reconstruct: args.reconstruct.clone(),
+        reconstruct: args.reconstruct.iter().chain(extra).cloned().collect(),
         parts: ids.clone(),
     };
-    let out = &args.out;
     std::fs::create_dir_all(out.join("parts")).with_context(|| format!("cannot create {}", out.display()))?;
     let settings_path = out.join("run.json");
     if settings_path.is_file() {
@@ -148,7 +269,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         for _ in 0..args.jobs {
             scope.spawn(|| {
                 while let Some(part) = queue.lock().ok().and_then(|mut q| q.pop_front()) {
-                    let item = reconstruct_part(&exe, &part, out, args);
+                    let item = reconstruct_part(&exe, &part, out, args, extra);
                     progress.tick(item.as_ref().map_or(true, |i| !matches!(i.status.as_str(), "finished" | "stopped")));
                     if let Err(e) = item {
                         eprintln!("{}: {e:#}", file_name(&part));
@@ -202,9 +323,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let table = results_markdown(&results);
     write_atomic(&out.join("results.md"), table.as_bytes())?;
     write_atomic(&out.join("index.html"), index_html(&results).as_bytes())?;
-    print!("{table}");
-    eprintln!("wrote {}/{{results.md, results.json, index.html}}", out.display());
-    Ok(ExitCode::SUCCESS)
+    Ok(results)
 }
 
 fn file_name(p: &Path) -> String {
@@ -228,7 +347,7 @@ impl Item {
 
 /// One part in a child process, with the time limit; its folder is renamed into place when
 /// the child has ended, whatever its outcome.
-fn reconstruct_part(exe: &Path, part: &Path, out: &Path, args: &RunArgs) -> Result<Item> {
+fn reconstruct_part(exe: &Path, part: &Path, out: &Path, args: &RunArgs, extra: &[String]) -> Result<Item> {
     let id = file_name(part);
     let partial = out.join("parts").join(format!(".partial-{id}"));
     let done = out.join("parts").join(&id);
@@ -238,7 +357,7 @@ fn reconstruct_part(exe: &Path, part: &Path, out: &Path, args: &RunArgs) -> Resu
         RunBackend::Oracle => cmd.arg("--vlm").arg("oracle").arg("--gt").arg(part),
         RunBackend::Openai => cmd.arg("--vlm").arg("openai"),
     };
-    cmd.args(&args.reconstruct).arg("--timeout").arg(args.worker.timeout.to_string());
+    cmd.args(&args.reconstruct).args(extra).arg("--timeout").arg(args.worker.timeout.to_string());
     std::fs::create_dir_all(&partial).with_context(|| format!("cannot create {}", partial.display()))?;
     let log = std::fs::File::create(partial.join("reconstruct.log"))?;
     cmd.stdout(Stdio::null()).stderr(log);
