@@ -5,7 +5,7 @@
 
 mod cli;
 
-use cli::{bench, env, eval_cmd, exec, gerd_cmd, reconstruct_cmd, render, run_cmd};
+use cli::{bench, compare_cmd, env, eval_cmd, exec, gerd_cmd, reconstruct_cmd, render, run_cmd};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,6 +37,8 @@ enum Cmd {
     /// a time limit; failures are recorded, never fatal; a run resumes where it stopped.
     /// Options after `--` go to every `reconstruct`.
     Run(Box<run_cmd::RunArgs>),
+    /// Compare two runs: metrics with their deltas, and the parts whose IoU moved most.
+    Compare(compare_cmd::CompareArgs),
     /// Execute a program of the command language into a FreeCAD document.
     ///
     /// Writes DIR/model.FCStd (opens in FreeCAD), DIR/model.step and DIR/state.json (the
@@ -118,6 +120,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Cmd::Reconstruct(args) => reconstruct_cmd::run(&args),
         Cmd::Run(args) => run_cmd::run(&args),
+        Cmd::Compare(args) => compare_cmd::run(&args),
         Cmd::Exec(args) => exec::run(&args),
         Cmd::Inspect { model, worker } => {
             let mut session = worker.session()?;

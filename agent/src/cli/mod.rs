@@ -3,6 +3,7 @@
 //! files and print.
 
 pub mod bench;
+pub mod compare_cmd;
 pub mod env;
 pub mod eval_bench;
 pub mod eval_cmd;
