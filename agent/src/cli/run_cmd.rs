@@ -558,13 +558,11 @@ impl Progress {
         let elapsed = self.started.elapsed().as_secs_f64();
         let rate = done as f64 / elapsed.max(1e-9);
         let eta = (self.total - done.min(self.total)) as f64 / rate.max(1e-9);
-        eprintln!(
-            "{}: {done}/{} done, {:.1}/min, ETA {:.0} s, {failed} failed",
-            self.what,
-            self.total,
-            rate * 60.0,
-            if done == 0 { f64::NAN } else { eta }
-        );
+        if self.total == 0 {
+            return;
+        }
+        let eta = if done == 0 { "unknown".to_string() } else { format!("{eta:.0} s") };
+        eprintln!("{}: {done}/{} done, {:.1}/min, ETA {eta}, {failed} failed", self.what, self.total, rate * 60.0);
     }
 
     fn finish(&self) {
