@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::Command as Process;
 
-use common::{binary, repo_root};
+use common::{binary, repo_root, trace};
 use gerd::record::{part_dirs, read_part};
 use gerd::retrieve::embed::{Builtin, Embedder};
 use gerd::retrieve::{EF_SEARCH, RetrievalIndex};
@@ -25,14 +25,6 @@ fn dataset(root: &Path) {
 
 fn vision2cad(args: &[&str]) -> std::process::Output {
     Process::new(binary()).args(args).output().expect("runs")
-}
-
-fn trace(out: &Path) -> Vec<Value> {
-    std::fs::read_to_string(out.join("trace.jsonl"))
-        .expect("trace")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("json"))
-        .collect()
 }
 
 #[test]

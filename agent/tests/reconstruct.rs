@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 
-use common::{binary, example_path, repo_root};
+use common::{binary, example_path, repo_root, trace};
 use serde_json::Value;
 
 /// Render a program's target image into `dir`.
@@ -44,14 +44,6 @@ fn iou(pred: &Path, gt: &Path, protocol: &str) -> Option<f64> {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
     report["samples"][0]["iou"].as_f64()
-}
-
-fn trace(out: &Path) -> Vec<Value> {
-    std::fs::read_to_string(out.join("trace.jsonl"))
-        .expect("trace written")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("trace lines are JSON"))
-        .collect()
 }
 
 fn outcome(out: &Path) -> Value {

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command as Process;
 use std::sync::Arc;
 
-use common::{binary, files_under, repo_root};
+use common::{binary, files_under, repo_root, trace};
 use serde_json::Value;
 use vision2cad::vlm::mock::{MockReply, MockServer};
 
@@ -24,14 +24,6 @@ fn run(image: &Path, out: &Path, args: &[&str], key: Option<&str>) -> std::proce
         cmd.env("VISION2CAD_API_KEY", k);
     }
     cmd.output().expect("runs")
-}
-
-fn trace(out: &Path) -> Vec<Value> {
-    std::fs::read_to_string(out.join("trace.jsonl"))
-        .expect("trace")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("json"))
-        .collect()
 }
 
 fn read(path: &Path) -> String {

@@ -60,3 +60,12 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// The events of a reconstruction's `trace.jsonl`.
+pub fn trace(out: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(out.join("trace.jsonl"))
+        .expect("trace written")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("trace lines are JSON"))
+        .collect()
+}
