@@ -29,6 +29,12 @@ pub const VOLUME_TOLERANCE: f64 = 0.02;
 /// How far common + fuse may stray from vol(P) + vol(G), relatively, before the booleans
 /// are not trusted.
 const BOOLEAN_CONSISTENCY: f64 = 1e-4;
+/// Shapes whose sampled surfaces are this close (HD95, normalised units) overlap: an exact
+/// IoU below [`IMPLAUSIBLE_IOU`] for them is checked against the voxel IoU.
+const CLOSE_SURFACES_HD95: f64 = 0.05;
+const IMPLAUSIBLE_IOU: f64 = 0.5;
+/// Exact and voxel IoU further apart than this: the booleans failed without saying so.
+const VOXEL_DISAGREEMENT: f64 = 0.1;
 
 /// What one sample produced, with what only benchmarks need.
 #[derive(Debug, Clone)]
@@ -187,10 +193,20 @@ fn score(
     kernel_seconds += boolean_started.elapsed().as_secs_f64();
 
     let voxel_started = Instant::now();
-    let voxel = if exact.is_err() || options.voxel_check {
+    let suspicious = exact.as_ref().is_ok_and(|iou| implausible(*iou, distances.hd95));
+    let voxel = if exact.is_err() || options.voxel_check || suspicious {
         Some(voxel_iou(&pred_mesh, &gt_mesh, RESOLUTION).map_err(|e| Failure::Prediction(format!("voxel IoU: {e}")))?)
     } else {
         None
+    };
+    // A kernel can return consistent but wrong volumes (an empty common part of two
+    // overlapping lofts was seen): close surfaces with no overlap are not believed.
+    let exact = match (exact, voxel) {
+        (Ok(iou), Some(v)) if suspicious && (iou - v).abs() > VOXEL_DISAGREEMENT => Err(format!(
+            "the exact IoU {iou:.4} contradicts the surfaces (HD95 {:.4}) and the voxel IoU {v:.4}",
+            distances.hd95
+        )),
+        (exact, _) => exact,
     };
     let (iou, method, fallback_reason) = match (&exact, voxel) {
         (Ok(iou), _) => (*iou, IouMethod::Exact, None),
@@ -236,6 +252,11 @@ fn score(
     Ok(Detailed { result, meshes: Some((pred_mesh, gt_mesh)), kernel_seconds, metric_seconds })
 }
 
+/// Whether an exact IoU is too low for shapes whose surfaces are this close.
+fn implausible(iou: f64, hd95: f64) -> bool {
+    iou < IMPLAUSIBLE_IOU && hd95 < CLOSE_SURFACES_HD95
+}
+
 /// vol(common) / vol(fuse), where the kernel's volumes are consistent with each other.
 pub fn exact_iou(v: &BooleanVolumes) -> Result<f64, String> {
     let all = [v.volume_a, v.volume_b, v.common, v.fuse];
@@ -268,6 +289,13 @@ mod tests {
     fn consistent_booleans_give_common_over_fuse() {
         assert_eq!(exact_iou(&volumes(1.0, 1.0, 0.5, 1.5)), Ok(1.0 / 3.0));
         assert_eq!(exact_iou(&volumes(1.0, 2.0, 0.0, 3.0)), Ok(0.0));
+    }
+
+    #[test]
+    fn a_low_iou_is_doubted_only_for_shapes_with_close_surfaces() {
+        assert!(implausible(0.0, 0.014), "no overlap, surfaces 1.4% apart: the booleans failed");
+        assert!(!implausible(0.0, 0.3), "far apart: a low IoU is believable");
+        assert!(!implausible(0.97, 0.014), "a high IoU needs no check");
     }
 
     #[test]
