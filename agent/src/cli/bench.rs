@@ -76,14 +76,20 @@ pub fn median(mut xs: Vec<f64>) -> f64 {
     if n % 2 == 1 { xs[n / 2] } else { (xs[n / 2 - 1] + xs[n / 2]) / 2.0 }
 }
 
-fn run_worker(args: &WorkerBench) -> Result<ExitCode> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&args.programs)
-        .with_context(|| format!("cannot read {}", args.programs.display()))?
+/// The program files (*.json) of a folder, sorted; none is an error.
+pub fn program_paths(dir: &std::path::Path) -> Result<Vec<PathBuf>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
     paths.sort();
-    anyhow::ensure!(!paths.is_empty(), "no programs (*.json) in {}", args.programs.display());
+    anyhow::ensure!(!paths.is_empty(), "no programs (*.json) in {}", dir.display());
+    Ok(paths)
+}
+
+fn run_worker(args: &WorkerBench) -> Result<ExitCode> {
+    let paths = program_paths(&args.programs)?;
     let programs: Vec<Program> = paths.iter().map(|p| read_program(p)).collect::<Result<_>>()?;
 
     // Latency: each command timed on its own, documents reset between repeats.

@@ -33,13 +33,7 @@ pub struct LoopBench {
 }
 
 pub fn run(args: &LoopBench) -> Result<ExitCode> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&args.programs)
-        .with_context(|| format!("cannot read {}", args.programs.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    paths.sort();
-    anyhow::ensure!(!paths.is_empty(), "no programs (*.json) in {}", args.programs.display());
+    let paths = crate::cli::bench::program_paths(&args.programs)?;
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let mut session = args.worker.session()?;
     let config = Config::default();
