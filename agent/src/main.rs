@@ -5,7 +5,7 @@
 
 mod cli;
 
-use cli::{bench, compare_cmd, env, eval_cmd, exec, gerd_cmd, reconstruct_cmd, render, run_cmd};
+use cli::{bench, compare_cmd, env, eval_cmd, exec, gerd_cmd, merge_cmd, reconstruct_cmd, render, run_cmd};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,6 +39,12 @@ enum Cmd {
     Run(Box<run_cmd::RunArgs>),
     /// Compare two runs: metrics with their deltas, and the parts whose IoU moved most.
     Compare(compare_cmd::CompareArgs),
+    /// Merge the outputs of shards (`--shard-index I --shard-count N`) into one.
+    ///
+    /// Runs and sweeps (a run's --out holding shard-I-of-N/ folders), evaluation reports
+    /// (R.shard-I-of-N.json), GERD datasets (from `gerd generate`) and exports
+    /// (OUT.shard-I-of-N.jsonl). The result is what one unsharded process writes.
+    Merge(merge_cmd::MergeArgs),
     /// Execute a program of the command language into a FreeCAD document.
     ///
     /// Writes DIR/model.FCStd (opens in FreeCAD), DIR/model.step and DIR/state.json (the
@@ -121,6 +127,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Reconstruct(args) => reconstruct_cmd::run(&args),
         Cmd::Run(args) => run_cmd::run(&args),
         Cmd::Compare(args) => compare_cmd::run(&args),
+        Cmd::Merge(args) => merge_cmd::run(&args),
         Cmd::Exec(args) => exec::run(&args),
         Cmd::Inspect { model, worker } => {
             let mut session = worker.session()?;

@@ -148,6 +148,40 @@ impl Report {
         }
     }
 
+    /// One report from the reports of disjoint shards of the same evaluation: the samples
+    /// of all, ordered by id (the order of an unsharded run over sorted pairs), and the
+    /// summary recomputed from them, so the result equals the unsharded report.
+    pub fn merge(reports: Vec<Report>) -> Result<Report, String> {
+        let first = reports.first().ok_or("no reports to merge")?;
+        let options = EvalOptions {
+            protocol: first.protocol,
+            normalization: first.normalize,
+            points: first.points,
+            ..EvalOptions::default()
+        };
+        for r in &reports {
+            if (r.protocol, r.normalize, r.points, &r.seed)
+                != (first.protocol, first.normalize, first.points, &first.seed)
+            {
+                return Err(format!(
+                    "reports of different conventions cannot be merged ({} {} N={} and {} {} N={})",
+                    first.protocol.name(),
+                    first.normalize.name(),
+                    first.points,
+                    r.protocol.name(),
+                    r.normalize.name(),
+                    r.points
+                ));
+            }
+        }
+        let mut samples: Vec<SampleResult> = reports.into_iter().flat_map(|r| r.samples).collect();
+        samples.sort_by(|a, b| a.id.cmp(&b.id));
+        if let Some(w) = samples.windows(2).find(|w| w[0].id == w[1].id) {
+            return Err(format!("sample {} is in more than one report", w[0].id));
+        }
+        Ok(Report::new(&options, samples))
+    }
+
     /// The human-readable report: conventions first, then the metrics.
     pub fn table(&self) -> String {
         let mut out = String::new();

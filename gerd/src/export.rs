@@ -28,6 +28,8 @@ pub enum Format {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     pub id: String,
+    /// The part the sample comes from.
+    pub part: String,
     pub split: Split,
     /// Absolute paths, in the order the prompt mentions them.
     pub images: Vec<PathBuf>,
@@ -36,11 +38,17 @@ pub struct Sample {
 }
 
 /// Samples of every part in `root` (only `split` when given), in part and step order.
-pub fn samples(root: &Path, task: Task, split: Option<Split>) -> Result<Vec<Sample>, GerdError> {
+/// `keep` chooses parts by id (a shard's, for example).
+pub fn samples(
+    root: &Path,
+    task: Task,
+    split: Option<Split>,
+    keep: impl Fn(&str) -> bool,
+) -> Result<Vec<Sample>, GerdError> {
     let mut out = Vec::new();
     for dir in part_dirs(root)? {
         let record = read_part(&dir)?;
-        if split.is_some_and(|s| s != record.split) {
+        if split.is_some_and(|s| s != record.split) || !keep(&record.id) {
             continue;
         }
         let dir = std::path::absolute(&dir).map_err(|e| GerdError::io(&dir, e))?;
@@ -76,6 +84,7 @@ fn next_command(record: &PartRecord, dir: &Path) -> Result<Vec<Sample>, GerdErro
         prompt.push_str("Give the next command as JSON.");
         out.push(Sample {
             id: format!("{}-{:03}", record.id, step.index),
+            part: record.id.clone(),
             split: record.split,
             images,
             prompt,
@@ -104,6 +113,7 @@ fn entity_selection(record: &PartRecord, dir: &Path) -> Vec<Sample> {
             };
             out.push(Sample {
                 id: format!("{}-{:03}-{k}", record.id, step.index),
+                part: record.id.clone(),
                 split: record.split,
                 images: vec![dir.join(view)],
                 prompt: format!("<image>\n{question} ({purpose}) Answer with its ID."),
@@ -193,7 +203,7 @@ pub fn write(samples: &[Sample], format: Format, out: &Path) -> Result<(), GerdE
             let mut text = String::new();
             for s in samples {
                 let images: Vec<String> = s.images.iter().map(|p| p.display().to_string()).collect();
-                let line = json!({"id": s.id, "split": s.split.name(), "images": images, "prompt": s.prompt, "answer": s.answer});
+                let line = json!({"id": s.id, "part": s.part, "split": s.split.name(), "images": images, "prompt": s.prompt, "answer": s.answer});
                 text.push_str(&line.to_string());
                 text.push('\n');
             }
@@ -207,6 +217,7 @@ pub fn write(samples: &[Sample], format: Format, out: &Path) -> Result<(), GerdE
                     let image = if images.len() == 1 { json!(images[0]) } else { json!(images) };
                     json!({
                         "id": s.id,
+                        "part": s.part,
                         "split": s.split.name(),
                         "image": image,
                         "conversations": [

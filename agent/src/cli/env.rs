@@ -12,6 +12,15 @@ pub const API_KEY: &str = "VISION2CAD_API_KEY";
 pub const BASE_URL: &str = "VISION2CAD_BASE_URL";
 /// The `/embeddings` server of an HTTP-embedder index; the model server's URL when unset.
 pub const EMBED_BASE_URL: &str = "VISION2CAD_EMBED_BASE_URL";
+/// Seconds between plain progress lines where stderr is not a terminal (default 30).
+pub const PROGRESS_SECONDS: &str = "VISION2CAD_PROGRESS_SECONDS";
+/// The shard of a Kubernetes Indexed Job (`--shard-index` when unset).
+pub const JOB_COMPLETION_INDEX: &str = "JOB_COMPLETION_INDEX";
+/// The task of a SLURM job array (`--shard-index` when unset; minus SLURM_ARRAY_TASK_MIN).
+pub const SLURM_ARRAY_TASK_ID: &str = "SLURM_ARRAY_TASK_ID";
+pub const SLURM_ARRAY_TASK_MIN: &str = "SLURM_ARRAY_TASK_MIN";
+/// The tasks of a SLURM job array (`--shard-count` when unset).
+pub const SLURM_ARRAY_TASK_COUNT: &str = "SLURM_ARRAY_TASK_COUNT";
 pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
 pub const OPENAI_BASE_URL: &str = "OPENAI_BASE_URL";
 
@@ -24,6 +33,12 @@ pub const HELP: &str = "Environment:
                        [vlm] base_url of the config, else https://api.openai.com/v1
   VISION2CAD_EMBED_BASE_URL  the /embeddings server of an index built with --embedder http
                        (default: the model server's URL)
+  VISION2CAD_PROGRESS_SECONDS  seconds between plain progress lines when stderr is
+                       not a terminal (default 30)
+  JOB_COMPLETION_INDEX the shard of a Kubernetes Indexed Job (--shard-index when unset)
+  SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_COUNT
+                       the shard and shard count of a SLURM job array (when
+                       --shard-index / --shard-count are unset)
   NO_COLOR             turn off coloured output";
 
 /// The first of `names` that is set to a non-blank value.
@@ -45,4 +60,30 @@ pub fn base_url() -> Option<String> {
 /// The embeddings server's base URL from the environment.
 pub fn embed_base_url() -> Option<String> {
     first_set(&[EMBED_BASE_URL, BASE_URL, OPENAI_BASE_URL])
+}
+
+/// Seconds between plain progress lines.
+pub fn progress_interval() -> std::time::Duration {
+    let seconds = first_set(&[PROGRESS_SECONDS]).and_then(|v| v.trim().parse::<f64>().ok());
+    std::time::Duration::from_secs_f64(seconds.filter(|s| s.is_finite() && *s >= 0.0).unwrap_or(30.0))
+}
+
+/// The shard index a scheduler gave this process: a Kubernetes Indexed Job's completion
+/// index, or a SLURM array task relative to the array's first task.
+pub fn scheduler_shard_index() -> Option<String> {
+    if let Some(v) = first_set(&[JOB_COMPLETION_INDEX]) {
+        return Some(v);
+    }
+    let id = first_set(&[SLURM_ARRAY_TASK_ID])?;
+    let min = first_set(&[SLURM_ARRAY_TASK_MIN]);
+    match (id.trim().parse::<i64>(), min.as_deref().map(|m| m.trim().parse::<i64>())) {
+        (Ok(id), Some(Ok(min))) => Some((id - min).to_string()),
+        _ => Some(id),
+    }
+}
+
+/// The shard count a scheduler gave this process (SLURM arrays only: a Kubernetes Indexed
+/// Job does not tell its pods the completion count).
+pub fn scheduler_shard_count() -> Option<String> {
+    first_set(&[SLURM_ARRAY_TASK_COUNT])
 }

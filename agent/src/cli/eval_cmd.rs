@@ -9,10 +9,10 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use eval::{EvalOptions, Normalization, Protocol, Report};
 use freecad_bridge::WorkerPool;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::WorkerArgs;
 use crate::cli::exec::write_atomic;
+use crate::cli::progress::Progress;
 
 #[derive(Debug, clap::Args)]
 pub struct EvalArgs {
@@ -48,6 +48,10 @@ pub struct EvalArgs {
     /// FreeCAD workers (0: one per core). The results do not depend on it.
     #[arg(long, default_value_t = 0)]
     pub workers: usize,
+    /// A shard of the pairs: --json/--jsonl get `.shard-I-of-N` before their extension;
+    /// `vision2cad merge` joins the reports.
+    #[command(flatten)]
+    pub shard: crate::cli::shard::ShardArgs,
     #[command(flatten)]
     pub worker: WorkerArgs,
 }
@@ -67,13 +71,24 @@ impl EvalArgs {
 
 pub fn run(args: &EvalArgs) -> Result<ExitCode> {
     let options = args.options()?;
-    let pairs = eval::pair_paths(&args.pred, &args.gt)?;
+    let shard = args.shard.resolve()?;
+    let mut pairs = eval::pair_paths(&args.pred, &args.gt)?;
+    if let Some(s) = shard {
+        anyhow::ensure!(
+            args.json.is_some() || args.jsonl.is_some(),
+            "a shard's report is its result file: give --json (and --jsonl if wanted)"
+        );
+        pairs.retain(|p| s.holds(&p.id));
+        eprintln!("{}: {} pairs", s.name(), pairs.len());
+    }
     let pool = WorkerPool::new(args.worker.config()?, args.workers);
-    let bar = progress_bar(pairs.len() as u64);
-    let report = eval::evaluate(&pool, &pairs, &options, || bar.inc(1));
-    bar.finish_and_clear();
+    let bar = Progress::new("evaluating", pairs.len());
+    let report = eval::evaluate(&pool, &pairs, &options, || bar.tick(false));
+    bar.finish();
     let report = report?;
-    write_outputs(&report, args.json.as_deref(), args.jsonl.as_deref())?;
+    let json = args.json.as_deref().map(|p| crate::cli::shard::shard_file(p, shard));
+    let jsonl = args.jsonl.as_deref().map(|p| crate::cli::shard::shard_file(p, shard));
+    write_outputs(&report, json.as_deref(), jsonl.as_deref())?;
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout.write_all(report.table().as_bytes()).and_then(|()| stdout.flush())
         && e.kind() != std::io::ErrorKind::BrokenPipe
@@ -98,16 +113,4 @@ pub fn write_outputs(report: &Report, json: Option<&Path>, jsonl: Option<&Path>)
         write_atomic(path, text.as_bytes())?;
     }
     Ok(())
-}
-
-/// A bar on stderr; hidden where stderr is not a terminal, plain where NO_COLOR is set.
-pub fn progress_bar(len: u64) -> ProgressBar {
-    let color = std::env::var_os(crate::cli::env::NO_COLOR).is_none();
-    let template = if color {
-        "{spinner:.green} [{elapsed_precise}] {bar:40.cyan/blue} {pos}/{len} samples (eta {eta})"
-    } else {
-        "[{elapsed_precise}] {bar:40} {pos}/{len} samples (eta {eta})"
-    };
-    let style = ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar());
-    ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr()).with_style(style)
 }

@@ -4,11 +4,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Mutex;
 
+use crate::cli::progress::Progress;
+use crate::cli::shard::ShardArgs;
 use anyhow::{Context, Result, bail};
 use freecad_bridge::WorkerPool;
 use gerd::export::{Format, Task};
 use gerd::record::{PartSource, RecordOptions, Split, part_dir, read_part, write_index, write_part};
-use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::WorkerArgs;
 
@@ -100,6 +101,8 @@ pub struct GenerateArgs {
     /// Width and height of the views.
     #[arg(long, default_value_t = 500)]
     pub view_size: u32,
+    #[command(flatten)]
+    pub shard: ShardArgs,
     #[command(flatten)]
     pub worker: WorkerArgs,
 }
@@ -196,6 +199,9 @@ pub struct ExportArgs {
     /// stage1-3: the loop's configuration (TOML), as `reconstruct --config` takes it.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// A shard of the parts: writes OUT.shard-I-of-N.EXT; `vision2cad merge` joins them.
+    #[command(flatten)]
+    pub shard: ShardArgs,
     #[command(flatten)]
     pub worker: WorkerArgs,
 }
@@ -211,18 +217,8 @@ pub fn run(args: &GerdArgs) -> Result<ExitCode> {
     }
 }
 
-fn progress(len: usize, what: &str) -> ProgressBar {
-    let bar = ProgressBar::new(len as u64);
-    if std::env::var_os(crate::cli::env::NO_COLOR).is_some() || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
-    if let Ok(style) =
-        ProgressStyle::with_template(&format!("{what} {{bar:40}} {{pos}}/{{len}} {{elapsed}} (eta {{eta}})"))
-    {
-        bar.set_style(style);
-    }
-    bar
-}
+/// Where the shards of a sharded `gerd generate` record what they wrote.
+pub const SHARDS_DIR: &str = "shards";
 
 /// Sizes of train, val and test for `count` parts in the given proportions.
 pub fn split_sizes(count: usize, proportions: &[usize]) -> Result<[usize; 3]> {
@@ -249,15 +245,17 @@ fn generate(args: &GenerateArgs) -> Result<ExitCode> {
     let sizes = split_sizes(args.count, &args.split)?;
     std::fs::create_dir_all(args.out.join(gerd::record::PARTS_DIR))
         .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let shard = args.shard.resolve()?;
+    let id_of = |i: usize| format!("gen-{}-{i:05}", args.seed);
+    let mine: Vec<usize> = (0..args.count).filter(|&i| shard.is_none_or(|s| s.holds(&id_of(i)))).collect();
     // Resume: parts whose record reads back are done.
-    let todo: Vec<usize> = (0..args.count)
-        .filter(|&i| read_part(&part_dir(&args.out, &format!("gen-{}-{i:05}", args.seed))).is_err())
-        .collect();
-    if todo.len() < args.count {
-        eprintln!("resuming: {} of {} parts already written", args.count - todo.len(), args.count);
+    let todo: Vec<usize> =
+        mine.iter().copied().filter(|&i| read_part(&part_dir(&args.out, &id_of(i))).is_err()).collect();
+    if todo.len() < mine.len() {
+        eprintln!("resuming: {} of {} parts already written", mine.len() - todo.len(), mine.len());
     }
     let pool = WorkerPool::new(args.worker.config()?, args.workers);
-    let bar = progress(todo.len(), "generating");
+    let bar = Progress::new("generating", todo.len());
     let failures = Mutex::new(Vec::new());
     let options = RecordOptions { view_size: args.view_size };
     let started = std::time::Instant::now();
@@ -270,15 +268,38 @@ fn generate(args: &GenerateArgs) -> Result<ExitCode> {
             if let Err(e) = outcome
                 && let Ok(mut f) = failures.lock()
             {
+                bar.failed();
                 f.push(format!("part {index}: {e}"));
             }
             Ok(())
         },
-        || bar.inc(1),
+        || bar.tick(false),
     );
-    bar.finish_and_clear();
-    let entries = write_index(&args.out)?;
+    bar.finish();
     let failures = failures.into_inner().unwrap_or_default();
+    if let Some(s) = shard {
+        // The index covers every shard's parts, so only the merge writes it.
+        let record = serde_json::json!({
+            "seed": args.seed, "count": args.count, "split": args.split, "shard": s,
+            "parts": mine.iter().map(|&i| id_of(i)).collect::<Vec<_>>(), "failures": failures,
+        });
+        let path = args.out.join(SHARDS_DIR).join(format!("generate.{}.json", s.name()));
+        std::fs::create_dir_all(args.out.join(SHARDS_DIR))?;
+        crate::cli::exec::write_atomic(&path, serde_json::to_string_pretty(&record)?.as_bytes())?;
+        eprintln!(
+            "{}: {} parts written to {}; when every shard is done: vision2cad merge {} --out {}",
+            s.name(),
+            mine.len() - failures.len(),
+            args.out.display(),
+            args.out.display(),
+            args.out.display()
+        );
+        for f in &failures {
+            eprintln!("failed: {f}");
+        }
+        return Ok(if failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+    }
+    let entries = write_index(&args.out)?;
     let minutes = started.elapsed().as_secs_f64() / 60.0;
     eprintln!(
         "{} parts in {} ({} new in {:.1} min, {:.1} parts/min with {} workers); index.jsonl written",
@@ -315,7 +336,7 @@ fn import(args: &ImportArgs) -> Result<ExitCode> {
             std::fs::create_dir_all(out.join(gerd::record::PARTS_DIR))
                 .with_context(|| format!("cannot create {}", out.display()))?;
             let pool = WorkerPool::new(worker.config()?, *workers);
-            let bar = progress(rows.len(), "importing");
+            let bar = Progress::new("importing", rows.len());
             let results = pool.map(
                 &rows,
                 |session, row| {
@@ -342,11 +363,14 @@ fn import(args: &ImportArgs) -> Result<ExitCode> {
                                 .map(|_| ())
                                 .map_err(|e| format!("{id}: {e}"))
                         });
+                    if outcome.is_err() {
+                        bar.failed();
+                    }
                     Ok(outcome)
                 },
-                || bar.inc(1),
+                || bar.tick(false),
             );
-            bar.finish_and_clear();
+            bar.finish();
             write_index(out)?;
             let failures: Vec<String> =
                 results.into_iter().filter_map(|r| r.map_err(|e| e.to_string()).and_then(|r| r).err()).collect();
@@ -386,9 +410,9 @@ fn validate(args: &ValidateArgs) -> Result<ExitCode> {
         gerd::record::part_dirs(&args.dir).with_context(|| format!("{} is not a GERD dataset", args.dir.display()))?;
     anyhow::ensure!(!dirs.is_empty(), "{} holds no parts", args.dir.display());
     let pool = WorkerPool::new(args.worker.config()?, args.workers);
-    let bar = progress(dirs.len(), "validating");
-    let reports = pool.map(&dirs, |session, dir| Ok(gerd::validate::validate_part(session, dir)), || bar.inc(1));
-    bar.finish_and_clear();
+    let bar = Progress::new("validating", dirs.len());
+    let reports = pool.map(&dirs, |session, dir| Ok(gerd::validate::validate_part(session, dir)), || bar.tick(false));
+    bar.finish();
     let mut bad = 0;
     for (dir, report) in dirs.iter().zip(reports) {
         match report {
@@ -426,12 +450,14 @@ fn export(args: &ExportArgs) -> Result<ExitCode> {
     if !args.dir.join(gerd::record::INDEX).is_file() && !args.dir.join(gerd::record::PARTS_DIR).is_dir() {
         bail!("{} is not a GERD dataset (no index.jsonl or parts/)", args.dir.display());
     }
-    let samples = gerd::export::samples(&args.dir, task, split)?;
-    if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+    let shard = args.shard.resolve()?;
+    let out = crate::cli::shard::shard_file(&args.out, shard);
+    let samples = gerd::export::samples(&args.dir, task, split, |id| shard.is_none_or(|s| s.holds(id)))?;
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    gerd::export::write(&samples, format, &args.out)?;
-    eprintln!("wrote {} samples to {}", samples.len(), args.out.display());
+    gerd::export::write(&samples, format, &out)?;
+    eprintln!("wrote {} samples to {}", samples.len(), out.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -450,11 +476,7 @@ fn index(args: &IndexArgs) -> Result<ExitCode> {
         bail!("{} is not a GERD dataset (no parts/)", args.dir.display());
     }
     let started = std::time::Instant::now();
-    let bar = ProgressBar::new(0).with_style(
-        ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} parts, ETA {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar.set_message("indexing");
+    let bar = Progress::new("indexing", 0);
     let mut embedder: Box<dyn gerd::retrieve::embed::Embedder> = match args.embedder.as_str() {
         "http" => {
             let model = args.embed_model.as_deref().context("--embedder http needs --embed-model")?;
@@ -467,12 +489,9 @@ fn index(args: &IndexArgs) -> Result<ExitCode> {
         args.split.split(),
         embedder.as_mut(),
         args.lambda,
-        |done, total| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        },
+        |done, total| bar.set(done, total),
     )?;
-    bar.finish_and_clear();
+    bar.finish();
     index.save(&args.out)?;
     eprintln!(
         "indexed {} steps of {} {} parts in {:.1} s; wrote {}",
@@ -537,26 +556,25 @@ fn export_stage(args: &ExportArgs, stage: vision2cad::vlm::Stage) -> Result<Exit
         }
         _ => Default::default(),
     };
+    let shard = args.shard.resolve()?;
     let dirs: Vec<PathBuf> = gerd::record::part_dirs(&args.dir)?
         .into_iter()
         .filter(|d| split.is_none_or(|s| read_part(d).is_ok_and(|r| r.split == s)))
+        .filter(|d| shard.is_none_or(|s| s.holds(&d.file_name().unwrap_or_default().to_string_lossy())))
         .collect();
+    let args_out = &crate::cli::shard::shard_file(&args.out, shard);
     let jsonl_dir =
-        args.out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new(".")).to_path_buf();
+        args_out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new(".")).to_path_buf();
     std::fs::create_dir_all(&jsonl_dir).with_context(|| format!("cannot create {}", jsonl_dir.display()))?;
-    let stem = args.out.file_stem().map_or("samples".into(), |s| s.to_string_lossy().into_owned());
+    let stem = args_out.file_stem().map_or("samples".into(), |s| s.to_string_lossy().into_owned());
     let images = jsonl_dir.join(format!("{stem}_images"));
-    let partial = args.out.with_extension("jsonl.partial");
+    let partial = args_out.with_extension("jsonl.partial");
     let mut file = std::io::BufWriter::new(
         std::fs::File::create(&partial).with_context(|| format!("cannot create {}", partial.display()))?,
     );
     let mut session = args.worker.session()?;
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
-    let bar = ProgressBar::new(dirs.len() as u64).with_style(
-        ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} parts, ETA {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar.set_message(format!("{} samples", stage.name()));
+    let bar = Progress::new(&format!("{} samples", stage.name()), dirs.len());
     let (mut written, mut failed) = (0, Vec::new());
     for dir in &dirs {
         let record = read_part(dir)?;
@@ -591,12 +609,15 @@ fn export_stage(args: &ExportArgs, stage: vision2cad::vlm::Stage) -> Result<Exit
                     &images,
                 )?;
             }
-            Err(e) => failed.push(format!("{}: {e}", record.id)),
+            Err(e) => {
+                bar.failed();
+                failed.push(format!("{}: {e}", record.id));
+            }
         }
         let _ = std::fs::remove_dir_all(&work);
-        bar.inc(1);
+        bar.tick(false);
     }
-    bar.finish_and_clear();
+    bar.finish();
     file.flush().with_context(|| format!("cannot write {}", partial.display()))?;
     drop(file);
     if written == 0 {
@@ -607,12 +628,12 @@ fn export_stage(args: &ExportArgs, stage: vision2cad::vlm::Stage) -> Result<Exit
             if failed.is_empty() { "no parts to export".into() } else { failed.join("; ") }
         );
     }
-    std::fs::rename(&partial, &args.out).with_context(|| format!("cannot write {}", args.out.display()))?;
+    std::fs::rename(&partial, args_out).with_context(|| format!("cannot write {}", args_out.display()))?;
     eprintln!(
         "wrote {written} {} samples of {} parts to {} (images in {})",
         stage.name(),
         dirs.len() - failed.len(),
-        args.out.display(),
+        args_out.display(),
         images.display()
     );
     for f in &failed {

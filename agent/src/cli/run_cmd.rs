@@ -7,7 +7,6 @@
 //! `.partial-` name and renamed), so an interrupted run resumes where it stopped.
 
 use std::collections::VecDeque;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, ExitCode, Stdio};
 use std::sync::Mutex;
@@ -22,6 +21,8 @@ use serde_json::{Value, json};
 
 use crate::WorkerArgs;
 use crate::cli::exec::write_atomic;
+use crate::cli::progress::Progress;
+use crate::cli::shard::Shard;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -67,12 +68,14 @@ pub struct RunArgs {
     #[arg(last = true)]
     pub reconstruct: Vec<String>,
     #[command(flatten)]
+    pub shard: crate::cli::shard::ShardArgs,
+    #[command(flatten)]
     pub worker: WorkerArgs,
 }
 
 /// What a finished part left behind, besides its reconstruction's own files.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Item {
+pub(crate) struct Item {
     id: String,
     /// `finished` (END), `stopped` (step limit), `failed`, `timeout`, `crashed`.
     status: String,
@@ -86,45 +89,83 @@ struct Item {
 
 /// The settings a run was started with; a resumed run must be given the same.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct RunSettings {
-    dataset: PathBuf,
-    split: String,
-    vlm: RunBackend,
-    reconstruct: Vec<String>,
-    parts: Vec<String>,
+pub(crate) struct RunSettings {
+    pub dataset: PathBuf,
+    pub split: String,
+    pub vlm: RunBackend,
+    pub reconstruct: Vec<String>,
+    /// The parts of this run (of this shard, when sharded).
+    pub parts: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
 }
+
+/// A sharded sweep's list of configurations, in order, in the sweep's folder.
+pub(crate) const SWEEP_FILE: &str = "sweep.json";
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let configs = sweep_configs(args)?;
+    let shard = args.shard.resolve()?;
+    // A shard writes into its own folder under the run's, so every machine can be given the
+    // same command line.
+    let folder = |base: PathBuf| match shard {
+        Some(s) => base.join(s.name()),
+        None => base,
+    };
     if configs.is_empty() {
-        let results = run_split(args, &args.out, &[])?;
+        let out = folder(args.out.clone());
+        let results = run_split(args, &out, &[], shard)?;
         print!("{}", results_markdown(&results));
-        eprintln!("wrote {}/{{results.md, results.json, index.html}}", args.out.display());
+        eprintln!("wrote {}/{{results.md, results.json, index.html}}", out.display());
+        if shard.is_some() {
+            eprintln!("when every shard is done: vision2cad merge {} --out {}", args.out.display(), args.out.display());
+        }
         return Ok(ExitCode::SUCCESS);
+    }
+    if shard.is_some() {
+        // The merge writes the sweep's table in the order the configurations were given.
+        std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+        let names: Vec<&String> = configs.iter().map(|(name, _)| name).collect();
+        write_atomic(&args.out.join(SWEEP_FILE), serde_json::to_string_pretty(&names)?.as_bytes())?;
     }
     let mut rows = Vec::new();
     for (name, extra) in &configs {
         eprintln!("configuration {name}");
-        let results = run_split(args, &args.out.join(name), extra)?;
+        let results = run_split(args, &folder(args.out.join(name)), extra, shard)?;
         rows.push((name.clone(), results));
     }
-    let table = sweep_markdown(&rows);
-    std::fs::create_dir_all(&args.out)?;
-    write_atomic(&args.out.join("results.md"), table.as_bytes())?;
+    if let Some(s) = shard {
+        eprintln!(
+            "{} of every configuration is done; when every shard is: vision2cad merge {} --out {}",
+            s.name(),
+            args.out.display(),
+            args.out.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    write_sweep(&args.out, &rows)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The sweep's table (a row per configuration), `results.json` and `index.html` in `out`.
+pub(crate) fn write_sweep(out: &Path, rows: &[(String, Value)]) -> Result<()> {
+    let table = sweep_markdown(rows);
+    std::fs::create_dir_all(out)?;
+    write_atomic(&out.join("results.md"), table.as_bytes())?;
     let json_rows: Vec<Value> = rows.iter().map(|(name, r)| json!({"config": name, "results": r})).collect();
-    write_atomic(&args.out.join("results.json"), serde_json::to_string_pretty(&json_rows)?.as_bytes())?;
+    write_atomic(&out.join("results.json"), serde_json::to_string_pretty(&json_rows)?.as_bytes())?;
     let mut html = String::from(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>vision2cad sweep</title></head><body>\n",
     );
     html.push_str(&format!("<pre>{}</pre><ul>\n", escape(&table)));
-    for (name, _) in &rows {
+    for (name, _) in rows {
         html.push_str(&format!("<li><a href=\"{0}/index.html\">{0}</a></li>\n", escape(name)));
     }
     html.push_str("</ul></body></html>\n");
-    write_atomic(&args.out.join("index.html"), html.as_bytes())?;
+    write_atomic(&out.join("index.html"), html.as_bytes())?;
     print!("{table}");
-    eprintln!("wrote {}/{{results.md, results.json, index.html}} and one folder per configuration", args.out.display());
-    Ok(ExitCode::SUCCESS)
+    eprintln!("wrote {}/{{results.md, results.json, index.html}} and one folder per configuration", out.display());
+    Ok(())
 }
 
 /// The configurations of a sweep, each with the options it adds to `reconstruct`.
@@ -207,7 +248,7 @@ fn sweep_markdown(rows: &[(String, Value)]) -> String {
 }
 
 /// One run over the split into `out`, with `extra` options for every `reconstruct`.
-fn run_split(args: &RunArgs, out: &Path, extra: &[String]) -> Result<Value> {
+fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>) -> Result<Value> {
     anyhow::ensure!(args.jobs >= 1, "--jobs must be at least 1");
     anyhow::ensure!(args.item_timeout > 0.0, "--item-timeout must be a positive number of seconds");
     let split: Split = args.split.split();
@@ -225,6 +266,10 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String]) -> Result<Value> {
         parts.truncate(n);
     }
     anyhow::ensure!(!parts.is_empty(), "{} has no {} parts", dataset.display(), split.name());
+    if let Some(s) = shard {
+        parts.retain(|p| s.holds(&file_name(p)));
+        eprintln!("{}: {} parts", s.name(), parts.len());
+    }
     let ids: Vec<String> = parts.iter().map(|p| file_name(p)).collect();
     let settings = RunSettings {
         dataset: dataset.clone(),
@@ -232,6 +277,7 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String]) -> Result<Value> {
         vlm: args.vlm,
         reconstruct: args.reconstruct.iter().chain(extra).cloned().collect(),
         parts: ids.clone(),
+        shard,
     };
     std::fs::create_dir_all(out.join("parts")).with_context(|| format!("cannot create {}", out.display()))?;
     let settings_path = out.join("run.json");
@@ -308,7 +354,20 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String]) -> Result<Value> {
     write_atomic(&out.join("eval_static.json"), serde_json::to_string_pretty(&static_report)?.as_bytes())?;
     write_atomic(&out.join("eval_edit10.json"), serde_json::to_string_pretty(&edit_report)?.as_bytes())?;
 
-    let items: Vec<Item> = ids
+    write_results(out, &settings, &static_report, &edit_report, wall)
+}
+
+/// `results.json`, `results.md` and `index.html` of a run whose parts and evaluation
+/// reports are in `out`.
+pub(crate) fn write_results(
+    out: &Path,
+    settings: &RunSettings,
+    static_report: &Report,
+    edit_report: &Report,
+    wall: f64,
+) -> Result<Value> {
+    let items: Vec<Item> = settings
+        .parts
         .iter()
         .map(|id| {
             let path = out.join("parts").join(id).join("item.json");
@@ -318,7 +377,7 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String]) -> Result<Value> {
                 .unwrap_or_else(|| Item::missing(id, "the part did not run"))
         })
         .collect();
-    let results = results_json(&settings, &items, &static_report, &edit_report, wall);
+    let results = results_json(settings, &items, static_report, edit_report, wall);
     write_atomic(&out.join("results.json"), serde_json::to_string_pretty(&results)?.as_bytes())?;
     let table = results_markdown(&results);
     write_atomic(&out.join("results.md"), table.as_bytes())?;
@@ -446,7 +505,7 @@ fn fmt(v: &Value, digits: usize) -> String {
     v.as_f64().map_or("-".into(), |x| format!("{x:.digits$}"))
 }
 
-fn results_markdown(r: &Value) -> String {
+pub(crate) fn results_markdown(r: &Value) -> String {
     let mut t = String::new();
     let st = &r["status"];
     t.push_str(&format!(
@@ -512,67 +571,4 @@ fn index_html(r: &Value) -> String {
     }
     h.push_str("</table></body></html>\n");
     h
-}
-
-/// Progress on stderr: a bar on a terminal, otherwise a plain line every 30 seconds (and at
-/// the end), so cluster logs and CI show long work too.
-struct Progress {
-    what: String,
-    total: usize,
-    started: Instant,
-    state: Mutex<(usize, usize, Instant)>,
-    bar: Option<indicatif::ProgressBar>,
-}
-
-impl Progress {
-    fn new(what: &str, total: usize) -> Progress {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = indicatif::ProgressBar::new(total as u64);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template("{msg} {bar:40} {pos}/{len}, ETA {eta}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            bar.set_message(what.to_string());
-            bar
-        });
-        let now = Instant::now();
-        Progress { what: what.into(), total, started: now, state: Mutex::new((0, 0, now)), bar }
-    }
-
-    fn tick(&self, failed: bool) {
-        let Ok(mut s) = self.state.lock() else { return };
-        s.0 += 1;
-        s.1 += usize::from(failed);
-        if let Some(bar) = &self.bar {
-            bar.inc(1);
-            if failed {
-                bar.set_message(format!("{} ({} failed)", self.what, s.1));
-            }
-        } else if s.2.elapsed() >= Duration::from_secs(30) {
-            s.2 = Instant::now();
-            self.line(s.0, s.1);
-        }
-    }
-
-    fn line(&self, done: usize, failed: usize) {
-        let elapsed = self.started.elapsed().as_secs_f64();
-        let rate = done as f64 / elapsed.max(1e-9);
-        let eta = (self.total - done.min(self.total)) as f64 / rate.max(1e-9);
-        if self.total == 0 {
-            return;
-        }
-        let eta = if done == 0 { "unknown".to_string() } else { format!("{eta:.0} s") };
-        eprintln!("{}: {done}/{} done, {:.1}/min, ETA {eta}, {failed} failed", self.what, self.total, rate * 60.0);
-    }
-
-    fn finish(&self) {
-        match &self.bar {
-            Some(bar) => bar.finish_and_clear(),
-            None => {
-                if let Ok(s) = self.state.lock() {
-                    self.line(s.0, s.1);
-                }
-            }
-        }
-    }
 }
