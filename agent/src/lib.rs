@@ -28,6 +28,7 @@
 //! ```
 
 pub mod config;
+pub mod direct_code;
 pub mod lcb;
 pub mod pgr;
 pub mod prompts;

@@ -75,6 +75,9 @@ enum Cmd {
     /// Run a FreeCAD worker on stdin/stdout (started by vision2cad itself).
     #[command(hide = true)]
     Worker,
+    /// Run one model-written script in the sandbox (started by vision2cad itself).
+    #[command(hide = true)]
+    Codebox,
 }
 
 /// Options shared by every command that starts FreeCAD workers.
@@ -112,6 +115,15 @@ fn main() -> ExitCode {
             }
         };
     }
+    if matches!(cli.command, Cmd::Codebox) {
+        return match freecad_bridge::codebox::codebox_main() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("vision2cad codebox: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     init_logging();
     match run(cli) {
         Ok(code) => code,
@@ -143,7 +155,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Bench(args) => bench::run(&args),
         Cmd::Eval(args) => eval_cmd::run(&args),
-        Cmd::Worker => unreachable!("handled before logging starts"),
+        Cmd::Worker | Cmd::Codebox => unreachable!("handled before logging starts"),
     }
 }
 

@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::vlm::Stage;
 
 /// The files of a prompt set, with their built-in text.
-const FILES: [(&str, &str); 7] = [
+const FILES: [(&str, &str); 10] = [
     ("system.md", include_str!("../../prompts/system.md")),
     ("stage1.md", include_str!("../../prompts/stage1.md")),
     ("stage2.md", include_str!("../../prompts/stage2.md")),
@@ -22,6 +22,9 @@ const FILES: [(&str, &str); 7] = [
     ("stage1.schema.json", include_str!("../../prompts/stage1.schema.json")),
     ("stage2.schema.json", include_str!("../../prompts/stage2.schema.json")),
     ("stage3.schema.json", include_str!("../../prompts/stage3.schema.json")),
+    ("direct_code_system.md", include_str!("../../prompts/direct_code_system.md")),
+    ("direct_code.md", include_str!("../../prompts/direct_code.md")),
+    ("direct_code.schema.json", include_str!("../../prompts/direct_code.schema.json")),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -75,7 +78,7 @@ impl Prompts {
             texts.insert(name, text);
         }
         let mut schemas = BTreeMap::new();
-        for stage in [Stage::Stage1, Stage::Stage2, Stage::Stage3] {
+        for stage in [Stage::Stage1, Stage::Stage2, Stage::Stage3, Stage::DirectCode] {
             let file = format!("{}.schema.json", stage.name());
             let text = texts.get(file.as_str()).cloned().unwrap_or_default();
             let value: Value = serde_json::from_str(&text)

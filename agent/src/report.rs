@@ -74,7 +74,7 @@ pub fn write_model(session: &mut Session, dir: &Path) -> Result<(), LoopError> {
     write_json(&dir.join("state.json"), session.state())
 }
 
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 

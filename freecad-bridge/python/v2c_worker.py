@@ -731,7 +731,12 @@ def load(path):
         bodies = [o for o in doc.Objects if o.TypeId == "PartDesign::Body"]
         MODEL.body = bodies[0] if bodies else None
         MODEL.imported = None
-        if MODEL.body is None:
+        # The direct-code baseline names the model it built when it is not one body's tip.
+        result = doc.getObject("V2C_Result")
+        if result is not None:
+            MODEL.body = None
+            MODEL.imported = result
+        elif MODEL.body is None:
             solids = [o for o in doc.Objects if hasattr(o, "Shape") and o.Shape.Solids]
             if not solids:
                 raise CommandFailed("FreeCAD document %s holds no solid" % path, path)

@@ -29,6 +29,7 @@
 //! # }
 //! ```
 
+pub mod codebox;
 pub mod command;
 mod error;
 mod lower;

@@ -86,8 +86,22 @@ pub struct ReconstructArgs {
     /// No Stage 3: candidates are committed unverified.
     #[arg(long)]
     pub no_evf: bool,
+    /// Instead of the loop, a baseline: `direct-code` asks the model once for a whole
+    /// FreeCAD script and runs it in a sandbox (needs a model: --vlm openai or scripted).
+    #[arg(long, value_enum)]
+    pub baseline: Option<Baseline>,
+    /// --baseline direct-code: seconds the script may run (wall clock, FreeCAD's start
+    /// included).
+    #[arg(long, default_value_t = 120.0)]
+    pub script_seconds: f64,
     #[command(flatten)]
     pub worker: WorkerArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Baseline {
+    /// One call, one FreeCAD Python script, run in a sandbox with a time limit.
+    DirectCode,
 }
 
 impl ReconstructArgs {
@@ -150,6 +164,9 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
     }
     anyhow::ensure!(args.image.is_file(), "the target image {} does not exist", args.image.display());
     let config = args.config()?;
+    if let Some(Baseline::DirectCode) = args.baseline {
+        return direct_code(args, &out, &config);
+    }
     // The model server is checked (key, cache, URL) before FreeCAD starts.
     let client = match args.vlm {
         Backend::Openai => Some(chat_client(&config.vlm, args.base_url.as_deref())?),
@@ -209,4 +226,46 @@ pub fn chat_client(settings: &VlmSettings, base_url_flag: Option<&str>) -> Resul
         .or_else(|| settings.base_url.clone())
         .unwrap_or_else(|| VlmSettings::DEFAULT_BASE_URL.to_string());
     Ok(ChatClient::new(settings.clone(), base_url, env::api_key())?)
+}
+
+/// `--baseline direct-code`: one script from the model, run in the sandbox.
+fn direct_code(args: &ReconstructArgs, out: &std::path::Path, config: &Config) -> Result<ExitCode> {
+    anyhow::ensure!(args.resume.is_none(), "--resume continues the loop; the direct-code baseline is one call");
+    anyhow::ensure!(
+        args.script_seconds.is_finite() && args.script_seconds > 0.0,
+        "--script-seconds must be a positive number of seconds"
+    );
+    let mut vlm: Box<dyn Vlm> = match args.vlm {
+        Backend::Openai => Box::new(chat_client(&config.vlm, args.base_url.as_deref())?),
+        Backend::Scripted => {
+            let Some(script) = &args.script else { bail!("--vlm scripted needs --script FILE") };
+            Box::new(Scripted::from_file(script)?)
+        }
+        Backend::Oracle => bail!(
+            "the direct-code baseline needs a model that writes code (--vlm openai, or scripted); the oracle only answers the loop's stages"
+        ),
+    };
+    let program = args.worker.config()?.program;
+    // The CPU limit sits a little under the wall-clock one, so a busy loop is stopped by
+    // the kernel with a clear signal before the wall clock kills it.
+    let limits = freecad_bridge::codebox::CodeboxLimits {
+        wall_seconds: args.script_seconds,
+        cpu_seconds: (args.script_seconds * 0.9).ceil().max(1.0) as u64,
+        ..Default::default()
+    };
+    let outcome = vision2cad::direct_code::direct_code(&args.image, out, config, vlm.as_mut(), &program, &limits)
+        .with_context(|| format!("the direct-code baseline on {} failed", args.image.display()))?;
+    let u = &outcome.usage;
+    eprintln!(
+        "{}: direct-code baseline: {}; {} tokens in, {} out; model {:.1} s, script {:.1} s; wrote {}/{{model_script.py, outcome.json, report.html{}}}",
+        args.image.display(),
+        outcome.failure.as_deref().unwrap_or(&outcome.stop),
+        u.input_tokens,
+        u.output_tokens,
+        outcome.model_seconds,
+        outcome.script_seconds,
+        out.display(),
+        if outcome.finished { ", model.FCStd, model.step" } else { "" }
+    );
+    Ok(if outcome.failure.is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }

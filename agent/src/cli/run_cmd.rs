@@ -63,6 +63,10 @@ pub struct RunArgs {
     /// --config` each), run like --configs.
     #[arg(long, value_name = "FILE")]
     pub sweep: Option<PathBuf>,
+    /// A baseline as one more row of the table: `direct-code` (the model writes one FreeCAD
+    /// script per part; `reconstruct --baseline direct-code`). Also a name for --configs.
+    #[arg(long, value_enum)]
+    pub baseline: Option<crate::cli::reconstruct_cmd::Baseline>,
     /// Options passed to every `reconstruct` (the same flags: --config, --model,
     /// --base-url, --cache, --rag-index, --max-steps, --no-egr ...), after `--`.
     #[arg(last = true)]
@@ -105,6 +109,11 @@ pub(crate) const SWEEP_FILE: &str = "sweep.json";
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let configs = sweep_configs(args)?;
+    if args.vlm == RunBackend::Oracle && configs.iter().any(|(name, _)| name == DIRECT_CODE) {
+        bail!(
+            "the direct-code baseline needs a model that writes code (--vlm openai); the oracle only answers the loop's stages"
+        );
+    }
     let shard = args.shard.resolve()?;
     // A shard writes into its own folder under the run's, so every machine can be given the
     // same command line.
@@ -170,6 +179,21 @@ pub(crate) fn write_sweep(out: &Path, rows: &[(String, Value)]) -> Result<()> {
 
 /// The configurations of a sweep, each with the options it adds to `reconstruct`.
 fn sweep_configs(args: &RunArgs) -> Result<Vec<(String, Vec<String>)>> {
+    let mut configs = loop_configs(args)?;
+    if args.baseline.is_some() && !configs.iter().any(|(name, _)| name == DIRECT_CODE) {
+        configs.push((DIRECT_CODE.into(), direct_code_args()));
+    }
+    Ok(configs)
+}
+
+/// The name of the direct-code baseline's row.
+const DIRECT_CODE: &str = "direct-code";
+
+fn direct_code_args() -> Vec<String> {
+    vec!["--baseline".into(), DIRECT_CODE.into()]
+}
+
+fn loop_configs(args: &RunArgs) -> Result<Vec<(String, Vec<String>)>> {
     const FLAGS: [&str; 6] = ["no-egr", "no-lcb", "no-pgr", "no-reg", "no-rag", "no-evf"];
     if let Some(path) = &args.sweep {
         #[derive(Deserialize)]
@@ -204,10 +228,12 @@ fn sweep_configs(args: &RunArgs) -> Result<Vec<(String, Vec<String>)>> {
             check_name(name)?;
             if name == "full" {
                 Ok((name.to_string(), Vec::new()))
+            } else if name == DIRECT_CODE {
+                Ok((name.to_string(), direct_code_args()))
             } else if FLAGS.contains(&name) {
                 Ok((name.to_string(), vec![format!("--{name}")]))
             } else {
-                bail!("unknown configuration {name:?} (full, {})", FLAGS.join(", "))
+                bail!("unknown configuration {name:?} (full, {}, {DIRECT_CODE})", FLAGS.join(", "))
             }
         })
         .collect()
@@ -337,7 +363,11 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>)
         let record = read_part(part)?;
         let gt_program = gt_programs.join(format!("{id}.json"));
         write_atomic(&gt_program, serde_json::to_string_pretty(&record.program)?.as_bytes())?;
-        let pred = Some(out.join("parts").join(&id).join("program.json")).filter(|p| p.is_file());
+        // The loop's program, or the document a baseline's script built.
+        let pred = ["program.json", "model.FCStd"]
+            .into_iter()
+            .map(|f| out.join("parts").join(&id).join(f))
+            .find(|p| p.is_file());
         static_pairs.push(eval::Pair { id: id.clone(), pred: pred.clone(), gt: part.join(&record.files.model_step) });
         edit_pairs.push(eval::Pair { id, pred, gt: gt_program });
     }

@@ -38,6 +38,8 @@ pub enum Stage {
     Stage2,
     /// Accept or reject the preview.
     Stage3,
+    /// The direct-code baseline: the whole part as one FreeCAD script, in one call.
+    DirectCode,
 }
 
 impl Stage {
@@ -46,6 +48,7 @@ impl Stage {
             Stage::Stage1 => "stage1",
             Stage::Stage2 => "stage2",
             Stage::Stage3 => "stage3",
+            Stage::DirectCode => "direct_code",
         }
     }
 }

@@ -449,6 +449,12 @@ impl Vlm for Oracle {
             Stage::Stage1 => self.stage1(&request.context)?,
             Stage::Stage2 => self.stage2(&request.context)?,
             Stage::Stage3 => self.stage3(&request.context)?,
+            Stage::DirectCode => {
+                return Err(VlmError::NoAnswer {
+                    backend: self.name(),
+                    reason: "the oracle answers the loop's stages, not the direct-code baseline (it needs a model: --vlm openai)".into(),
+                });
+            }
         };
         Ok(Reply { text: answer.to_string(), usage: None, cached: false })
     }
