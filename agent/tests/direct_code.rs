@@ -187,7 +187,12 @@ fn a_run_puts_the_baseline_in_the_table_and_the_oracle_cannot_write_code() {
     assert!(!oracle.status.success());
     assert!(String::from_utf8_lossy(&oracle.stderr).contains("needs a model that writes code"));
 
-    let server = server(PLATE);
+    // A slow server: two jobs would have two requests in flight, the run's limit allows one.
+    let answer = json!({ "code": PLATE }).to_string();
+    let server = MockServer::start(move |_, _| {
+        MockReply::Delay(std::time::Duration::from_millis(400), Box::new(MockReply::answer(answer.clone())))
+    })
+    .expect("mock server");
     let url = server.base_url();
     let r = vision2cad(&[
         "run",
@@ -199,6 +204,10 @@ fn a_run_puts_the_baseline_in_the_table_and_the_oracle_cannot_write_code() {
         "openai",
         "--configs",
         "direct-code",
+        "--jobs",
+        "2",
+        "--vlm-concurrency",
+        "1",
         "--",
         "--base-url",
         &url,
@@ -206,6 +215,8 @@ fn a_run_puts_the_baseline_in_the_table_and_the_oracle_cannot_write_code() {
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let table = std::fs::read_to_string(run_dir.join("results.md")).expect("results.md");
     assert!(table.contains("| direct-code | 2/2 | 1.000 |"), "{table}");
+    assert_eq!(server.received().len(), 2);
+    assert_eq!(server.max_in_flight(), 1, "the run's limit holds across its jobs");
     let results: Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("direct-code/results.json")).expect("results"))
             .expect("json");

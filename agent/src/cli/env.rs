@@ -12,6 +12,9 @@ pub const API_KEY: &str = "VISION2CAD_API_KEY";
 pub const BASE_URL: &str = "VISION2CAD_BASE_URL";
 /// The `/embeddings` server of an HTTP-embedder index; the model server's URL when unset.
 pub const EMBED_BASE_URL: &str = "VISION2CAD_EMBED_BASE_URL";
+/// Set by `run` for its jobs: `COUNT:DIR`, a limit on model requests in flight shared by
+/// every process given the same folder.
+pub const VLM_SLOTS: &str = "VISION2CAD_VLM_SLOTS";
 /// Seconds between plain progress lines where stderr is not a terminal (default 30).
 pub const PROGRESS_SECONDS: &str = "VISION2CAD_PROGRESS_SECONDS";
 /// The shard of a Kubernetes Indexed Job (`--shard-index` when unset).
@@ -33,6 +36,8 @@ pub const HELP: &str = "Environment:
                        [vlm] base_url of the config, else https://api.openai.com/v1
   VISION2CAD_EMBED_BASE_URL  the /embeddings server of an index built with --embedder http
                        (default: the model server's URL)
+  VISION2CAD_VLM_SLOTS COUNT:DIR, a limit on model requests in flight shared by processes
+                       (set by `run` for its jobs from --vlm-concurrency)
   VISION2CAD_PROGRESS_SECONDS  seconds between plain progress lines when stderr is
                        not a terminal (default 30)
   JOB_COMPLETION_INDEX the shard of a Kubernetes Indexed Job (--shard-index when unset)
@@ -86,4 +91,11 @@ pub fn scheduler_shard_index() -> Option<String> {
 /// Job does not tell its pods the completion count).
 pub fn scheduler_shard_count() -> Option<String> {
     first_set(&[SLURM_ARRAY_TASK_COUNT])
+}
+
+/// The request limit shared with other processes, when `run` set one.
+pub fn vlm_slots() -> Option<(usize, std::path::PathBuf)> {
+    let value = first_set(&[VLM_SLOTS])?;
+    let (count, dir) = value.split_once(':')?;
+    Some((count.trim().parse().ok()?, std::path::PathBuf::from(dir)))
 }

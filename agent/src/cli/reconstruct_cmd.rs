@@ -225,7 +225,11 @@ pub fn chat_client(settings: &VlmSettings, base_url_flag: Option<&str>) -> Resul
         .or_else(env::base_url)
         .or_else(|| settings.base_url.clone())
         .unwrap_or_else(|| VlmSettings::DEFAULT_BASE_URL.to_string());
-    Ok(ChatClient::new(settings.clone(), base_url, env::api_key())?)
+    let client = ChatClient::new(settings.clone(), base_url, env::api_key())?;
+    if let Some((count, dir)) = env::vlm_slots() {
+        client.limit_across_processes(dir, count)?;
+    }
+    Ok(client)
 }
 
 /// `--baseline direct-code`: one script from the model, run in the sandbox.

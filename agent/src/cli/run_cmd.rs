@@ -67,6 +67,10 @@ pub struct RunArgs {
     /// script per part; `reconstruct --baseline direct-code`). Also a name for --configs.
     #[arg(long, value_enum)]
     pub baseline: Option<crate::cli::reconstruct_cmd::Baseline>,
+    /// --vlm openai: model requests in flight at once across all jobs (each job's own
+    /// `[vlm] concurrency` still applies within it).
+    #[arg(long, default_value_t = 4)]
+    pub vlm_concurrency: usize,
     /// Options passed to every `reconstruct` (the same flags: --config, --model,
     /// --base-url, --cache, --rag-index, --max-steps, --no-egr ...), after `--`.
     #[arg(last = true)]
@@ -276,6 +280,7 @@ fn sweep_markdown(rows: &[(String, Value)]) -> String {
 /// One run over the split into `out`, with `extra` options for every `reconstruct`.
 fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>) -> Result<Value> {
     anyhow::ensure!(args.jobs >= 1, "--jobs must be at least 1");
+    anyhow::ensure!(args.vlm_concurrency >= 1, "--vlm-concurrency must be at least 1");
     anyhow::ensure!(args.item_timeout > 0.0, "--item-timeout must be a positive number of seconds");
     let split: Split = args.split.split();
     if !args.dataset.join(gerd::record::PARTS_DIR).is_dir() {
@@ -446,6 +451,9 @@ fn reconstruct_part(exe: &Path, part: &Path, out: &Path, args: &RunArgs, extra: 
         RunBackend::Oracle => cmd.arg("--vlm").arg("oracle").arg("--gt").arg(part),
         RunBackend::Openai => cmd.arg("--vlm").arg("openai"),
     };
+    // One limit on requests in flight for the whole run, whatever --jobs is.
+    let slots = out.join(".vlm-slots");
+    cmd.env(crate::cli::env::VLM_SLOTS, format!("{}:{}", args.vlm_concurrency.max(1), slots.display()));
     cmd.args(&args.reconstruct).args(extra).arg("--timeout").arg(args.worker.timeout.to_string());
     std::fs::create_dir_all(&partial).with_context(|| format!("cannot create {}", partial.display()))?;
     let log = std::fs::File::create(partial.join("reconstruct.log"))?;

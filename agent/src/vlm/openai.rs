@@ -20,7 +20,8 @@
 //! ```
 
 use std::io::Cursor;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
@@ -52,6 +53,8 @@ struct Shared {
     http: reqwest::Client,
     runtime: tokio::runtime::Runtime,
     limit: Semaphore,
+    /// A limit shared with other processes (the jobs of one `run`).
+    process_slots: OnceLock<ProcessSlots>,
     shape: Mutex<Shape>,
     cache: Option<ResponseCache>,
     price: Option<Price>,
@@ -179,6 +182,7 @@ impl ChatClient {
             shared: Arc::new(Shared {
                 price: settings.prices.get(&settings.model).copied(),
                 limit: Semaphore::new(settings.concurrency),
+                process_slots: OnceLock::new(),
                 base_url: base_url.trim_end_matches('/').to_string(),
                 settings,
                 key,
@@ -188,6 +192,15 @@ impl ChatClient {
                 cache,
             }),
         })
+    }
+
+    /// Share a limit of `count` requests in flight with every process given the same
+    /// folder (the jobs of one `run`), on top of this client's own `concurrency`.
+    pub fn limit_across_processes(&self, dir: PathBuf, count: usize) -> Result<(), VlmError> {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| self.fail(format!("cannot create the request slots {}: {e}", dir.display())))?;
+        let _ = self.shared.process_slots.set(ProcessSlots { dir, count: count.max(1) });
+        Ok(())
     }
 
     /// The response format in use now (after any step-down).
@@ -284,6 +297,10 @@ impl Shared {
     async fn post(&self, body: &[u8]) -> Result<(String, Usage), CallError> {
         let _slot =
             self.limit.acquire().await.map_err(|_| CallError::Transport("the client is shutting down".into()))?;
+        let _process_slot = match self.process_slots.get() {
+            Some(slots) => Some(slots.acquire().await.map_err(|e| CallError::Transport(e.to_string()))?),
+            None => None,
+        };
         let mut request = self
             .http
             .post(format!("{}/chat/completions", self.base_url))
@@ -558,5 +575,31 @@ mod tests {
         assert_eq!(server_message(r#"{"error": {"message": "slow down"}}"#), "slow down");
         assert_eq!(server_message(""), "(empty body)");
         assert!(server_message(&"x".repeat(1000)).ends_with("..."));
+    }
+}
+
+/// Request slots shared between processes: `count` lock files in a folder, each held with
+/// `flock` for one request. The kernel frees a slot when its holder ends, however it ends.
+#[derive(Debug)]
+struct ProcessSlots {
+    dir: PathBuf,
+    count: usize,
+}
+
+impl ProcessSlots {
+    async fn acquire(&self) -> std::io::Result<std::fs::File> {
+        use rustix::fs::{FlockOperation, flock};
+        loop {
+            for k in 0..self.count {
+                let path = self.dir.join(format!("slot-{k}.lock"));
+                let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path)?;
+                match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+                    Ok(()) => return Ok(file),
+                    Err(e) if e == rustix::io::Errno::WOULDBLOCK => {}
+                    Err(e) => return Err(std::io::Error::other(format!("cannot lock {}: {e}", path.display()))),
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 }
