@@ -24,7 +24,7 @@ fn generate_with(root: &Path, seed: u64, count: usize, workers: usize) {
             write_part(session, &part, root, &options).unwrap_or_else(|e| panic!("writing part {i}: {e}"));
             Ok(())
         },
-        || {},
+        |_| {},
     );
     assert!(results.iter().all(Result::is_ok));
     write_index(root).expect("index");

@@ -80,7 +80,7 @@ fn a_pool_runs_programs_in_parallel_and_recycles_workers() {
             s.execute_program(p).map_err(|e| e.error)?;
             Ok((s.state().volume, s.worker_pid()))
         },
-        || {
+        |_| {
             done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         },
     );

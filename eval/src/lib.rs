@@ -156,6 +156,19 @@ pub fn evaluate_detailed(
             return Err(EvalError::MissingGroundTruth { path: pair.gt.clone() });
         }
     }
-    let results = pool.map(pairs, |session, pair| Ok(evaluate_pair(session, pair, options)), done);
-    results.into_iter().map(|r| r.map_err(EvalError::Bridge).and_then(|r| r)).collect()
+    let results = pool.map(pairs, |session, pair| Ok(evaluate_pair(session, pair, options)), |_| done());
+    results
+        .into_iter()
+        .zip(pairs)
+        .map(|(r, pair)| match r {
+            // Every attempt lost its worker: the sample, not the machine, is at fault.
+            Err(fault @ freecad_bridge::BridgeError::KernelFault { .. }) => Ok(Detailed {
+                result: SampleResult::not_compiled(pair, format!("the prediction crashes the kernel: {fault}")),
+                meshes: None,
+                kernel_seconds: 0.0,
+                metric_seconds: 0.0,
+            }),
+            r => r.map_err(EvalError::Bridge).and_then(|r| r),
+        })
+        .collect()
 }

@@ -46,4 +46,8 @@ pub enum BridgeError {
     /// The worker could not be started or spoke nonsense.
     #[error(transparent)]
     Worker(CallError),
+    /// A batch item lost its worker on every attempt: the item itself crashes or hangs the
+    /// kernel (as opposed to a fault of the machine, which a retry gets past).
+    #[error("the item crashes the FreeCAD kernel: its worker was lost on each of {attempts} attempts (last: {last})")]
+    KernelFault { attempts: usize, last: String },
 }

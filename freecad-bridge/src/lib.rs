@@ -47,7 +47,7 @@ pub use session::{
     TriangleMesh,
 };
 pub use state::{BoundingBox, ModelState};
-pub use worker::{WorkerConfig, WorkerProcess, worker_main};
+pub use worker::{FAULT_ENV, WorkerConfig, WorkerProcess, worker_main};
 
 /// Parse a program, naming the JSON path of the first problem
 /// (e.g. `commands[2].extent: missing field 'depth'`).

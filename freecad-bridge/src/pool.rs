@@ -9,18 +9,24 @@ use crate::worker::WorkerConfig;
 
 /// Runs jobs on `workers` sessions in parallel. Each job starts from an empty document;
 /// each worker is replaced after `recycle_after` jobs.
+///
+/// A worker lost during a job (a crash, a kill, a timeout) is a fault of the machine, not
+/// of the item: the job runs again from its start in the fresh worker, up to
+/// `fault_retries` more times, so a fault changes no result. Only an item that loses the
+/// worker on every attempt comes back as [`BridgeError::KernelFault`].
 #[derive(Debug, Clone)]
 pub struct WorkerPool {
     config: WorkerConfig,
     workers: usize,
     recycle_after: usize,
+    fault_retries: usize,
 }
 
 impl WorkerPool {
     /// `workers = 0` means one per core.
     pub fn new(config: WorkerConfig, workers: usize) -> Self {
         let workers = if workers == 0 { default_workers() } else { workers };
-        WorkerPool { config, workers, recycle_after: 200 }
+        WorkerPool { config, workers, recycle_after: 200, fault_retries: 3 }
     }
 
     /// Replace each worker after this many jobs (at least 1).
@@ -29,13 +35,24 @@ impl WorkerPool {
         self
     }
 
+    /// Runs of a job again after its worker was lost (default 3).
+    pub fn with_fault_retries(mut self, retries: usize) -> Self {
+        self.fault_retries = retries;
+        self
+    }
+
     pub fn workers(&self) -> usize {
         self.workers
     }
 
     /// Apply `job` to every item, in parallel; results come back in item order.
-    /// `done` is called after each item (for progress bars).
-    pub fn map<I, T, F>(&self, items: &[I], job: F, done: impl Fn() + Sync) -> Vec<Result<T, BridgeError>>
+    /// `done` is called with each item's final result (for progress bars).
+    pub fn map<I, T, F>(
+        &self,
+        items: &[I],
+        job: F,
+        done: impl Fn(&Result<T, BridgeError>) + Sync,
+    ) -> Vec<Result<T, BridgeError>>
     where
         I: Sync,
         T: Send,
@@ -52,13 +69,13 @@ impl WorkerPool {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(item) = items.get(i) else { break };
                         let result = match session.as_mut() {
-                            Ok(s) => s.reset().map(|_| ()).and_then(|()| job(s, item)),
+                            Ok(s) => self.run_job(s, item, &job),
                             Err(e) => Err(BridgeError::Worker(crate::CallError::Spawn(e.to_string()))),
                         };
+                        done(&result);
                         if let Ok(mut slot) = results[i].lock() {
                             *slot = Some(result);
                         }
-                        done();
                         jobs_done += 1;
                         if jobs_done.is_multiple_of(self.recycle_after)
                             && let Ok(s) = session.as_mut()
@@ -81,6 +98,34 @@ impl WorkerPool {
                     .unwrap_or_else(|| Err(BridgeError::Worker(crate::CallError::Protocol("job was not run".into()))))
             })
             .collect()
+    }
+}
+
+impl WorkerPool {
+    /// One item, from its start again whenever the worker was lost during it.
+    fn run_job<I, T, F>(&self, session: &mut Session, item: &I, job: &F) -> Result<T, BridgeError>
+    where
+        F: Fn(&mut Session, &I) -> Result<T, BridgeError>,
+    {
+        let mut attempt = 0;
+        loop {
+            let before = session.replacements();
+            let result = session.reset().map(|_| ()).and_then(|()| job(session, item));
+            if session.replacements() == before {
+                return result;
+            }
+            attempt += 1;
+            let what = match &result {
+                Err(e) => e.to_string(),
+                Ok(_) => "the worker was lost and replaced during the item".into(),
+            };
+            if attempt > self.fault_retries {
+                return Err(BridgeError::KernelFault { attempts: attempt, last: what });
+            }
+            tracing::warn!(
+                "the FreeCAD worker was lost during an item ({what}); running the item again from its start"
+            );
+        }
     }
 }
 

@@ -24,6 +24,11 @@ const WORKER_SOURCE: &str = include_str!("../python/v2c_worker.py");
 const READY_PREFIX: &str = "ready ";
 const STDERR_TAIL_LINES: usize = 40;
 
+/// Fault injection for tests and benchmarks: `COUNTER_FILE:N1,N2,...` makes the worker that
+/// serves the N1-th, N2-th... request counted over every worker sharing the counter file
+/// abort at once, as a crash would. Never set in normal use.
+pub const FAULT_ENV: &str = "VISION2CAD_FAULT_KILL_AT";
+
 /// How to start workers and how long to wait for them.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
@@ -34,6 +39,8 @@ pub struct WorkerConfig {
     pub call_timeout: Duration,
     /// Limit for starting a worker (interpreter and FreeCAD import).
     pub startup_timeout: Duration,
+    /// Extra environment of the worker processes.
+    pub env: Vec<(OsString, OsString)>,
 }
 
 impl WorkerConfig {
@@ -44,6 +51,7 @@ impl WorkerConfig {
             args: vec!["worker".into()],
             call_timeout: Duration::from_secs(120),
             startup_timeout: Duration::from_secs(60),
+            env: Vec::new(),
         }
     }
 
@@ -54,6 +62,12 @@ impl WorkerConfig {
 
     pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
         self.call_timeout = timeout;
+        self
+    }
+
+    /// Set an environment variable of the workers (e.g. [`FAULT_ENV`] in a benchmark).
+    pub fn with_env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((key.into(), value.into()));
         self
     }
 }
@@ -92,6 +106,7 @@ impl WorkerProcess {
             .env_remove("PYTHONPATH")
             .env("FREECAD_USER_HOME", home.path())
             .env("HOME", home.path())
+            .envs(config.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -220,11 +235,20 @@ pub fn worker_main() -> Result<(), String> {
     };
     writeln!(protocol, "{READY_PREFIX}{version}").and_then(|()| protocol.flush()).map_err(|e| e.to_string())?;
 
+    let faults = std::env::var(FAULT_ENV).ok().and_then(|v| FaultPlan::parse(&v));
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let line = line.map_err(|e| e.to_string())?;
         if line.trim().is_empty() {
             continue;
+        }
+        if let Some(plan) = &faults
+            && plan.strikes_now()
+        {
+            eprintln!("{FAULT_ENV}: this worker dies here, as planned");
+            // SIGKILL, as a user or the OOM killer would: no handler runs, no core is left.
+            let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+            std::process::abort();
         }
         let response = Python::attach(|py| -> PyResult<String> { handle.bind(py).call1((line,))?.extract() })
             .unwrap_or_else(|e| {
@@ -233,4 +257,37 @@ pub fn worker_main() -> Result<(), String> {
         writeln!(protocol, "{response}").and_then(|()| protocol.flush()).map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// The requests at which workers die ([`FAULT_ENV`]).
+#[derive(Debug)]
+struct FaultPlan {
+    counter: PathBuf,
+    at: Vec<u64>,
+}
+
+impl FaultPlan {
+    fn parse(value: &str) -> Option<FaultPlan> {
+        let (counter, list) = value.rsplit_once(':')?;
+        let at = list.split(',').filter_map(|n| n.trim().parse().ok()).collect();
+        Some(FaultPlan { counter: PathBuf::from(counter), at })
+    }
+
+    /// Counts this request in the shared counter; true when it is one to die at.
+    fn strikes_now(&self) -> bool {
+        use std::io::{Read, Seek};
+        let Ok(mut file) =
+            std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&self.counter)
+        else {
+            return false;
+        };
+        if rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).is_err() {
+            return false;
+        }
+        let mut text = String::new();
+        let _ = file.read_to_string(&mut text);
+        let n = text.trim().parse::<u64>().unwrap_or(0) + 1;
+        let _ = file.set_len(0).and_then(|()| file.rewind()).and_then(|()| write!(file, "{n}"));
+        self.at.contains(&n)
+    }
 }

@@ -33,6 +33,8 @@ pub enum BenchWhat {
     Vlm(crate::cli::vlm_bench::VlmBench),
     /// Retrieval: index build, query latency, recall, memory and quality on a GERD dataset.
     Rag(crate::cli::rag_bench::RagBench),
+    /// Faults: what a lost worker costs a batch (killed workers against an undisturbed run).
+    Faults(crate::cli::fault_bench::FaultBench),
 }
 
 pub fn run(args: &BenchArgs) -> Result<ExitCode> {
@@ -43,6 +45,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         BenchWhat::Loop(l) => crate::cli::loop_bench::run(l),
         BenchWhat::Vlm(v) => crate::cli::vlm_bench::run(v),
         BenchWhat::Rag(r) => crate::cli::rag_bench::run(r),
+        BenchWhat::Faults(f) => crate::cli::fault_bench::run(f),
     }
 }
 
@@ -124,7 +127,7 @@ fn run_worker(args: &WorkerBench) -> Result<ExitCode> {
     for &w in &args.workers {
         let pool = WorkerPool::new(args.worker.config()?, w);
         let started = Instant::now();
-        let results = pool.map(&batch, |s, p| s.execute_program(p).map_err(|e| e.error), || {});
+        let results = pool.map(&batch, |s, p| s.execute_program(p).map_err(|e| e.error), |_| {});
         let seconds = started.elapsed().as_secs_f64();
         let failed = results.iter().filter(|r| r.is_err()).count();
         anyhow::ensure!(failed == 0, "{failed} programs failed in the batch with {w} workers");

@@ -15,6 +15,8 @@ pub const EMBED_BASE_URL: &str = "VISION2CAD_EMBED_BASE_URL";
 /// Set by `run` for its jobs: `COUNT:DIR`, a limit on model requests in flight shared by
 /// every process given the same folder.
 pub const VLM_SLOTS: &str = "VISION2CAD_VLM_SLOTS";
+/// Fault injection for tests (read by the workers: [`freecad_bridge::FAULT_ENV`]).
+pub const FAULT_KILL_AT: &str = freecad_bridge::FAULT_ENV;
 /// Seconds between plain progress lines where stderr is not a terminal (default 30).
 pub const PROGRESS_SECONDS: &str = "VISION2CAD_PROGRESS_SECONDS";
 /// The shard of a Kubernetes Indexed Job (`--shard-index` when unset).
@@ -44,6 +46,8 @@ pub const HELP: &str = "Environment:
   SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_COUNT
                        the shard and shard count of a SLURM job array (when
                        --shard-index / --shard-count are unset)
+  VISION2CAD_FAULT_KILL_AT  COUNTER_FILE:N1,N2,... kills the FreeCAD worker serving the
+                       N1-th, N2-th... request (counted in the file): tests and `bench faults`
   NO_COLOR             turn off coloured output";
 
 /// The first of `names` that is set to a non-blank value.

@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Mutex;
 
 use crate::cli::progress::Progress;
 use crate::cli::shard::ShardArgs;
@@ -256,27 +255,29 @@ fn generate(args: &GenerateArgs) -> Result<ExitCode> {
     }
     let pool = WorkerPool::new(args.worker.config()?, args.workers);
     let bar = Progress::new("generating", todo.len());
-    let failures = Mutex::new(Vec::new());
     let options = RecordOptions { view_size: args.view_size };
     let started = std::time::Instant::now();
-    pool.map(
+    // A lost worker reruns the same draw from its start (the pool's fault retries), so a
+    // fault never turns one part into another.
+    let results = pool.map(
         &todo,
         |session, &index| {
             let split = split_of(index, sizes);
-            let outcome = gerd::generate::generate(session, args.seed, index, split)
-                .and_then(|part| write_part(session, &part, &args.out, &options));
-            if let Err(e) = outcome
-                && let Ok(mut f) = failures.lock()
-            {
-                bar.failed();
-                f.push(format!("part {index}: {e}"));
-            }
-            Ok(())
+            Ok(gerd::generate::generate(session, args.seed, index, split)
+                .and_then(|part| write_part(session, &part, &args.out, &options))
+                .map(|_| ())
+                .map_err(|e| e.to_string()))
         },
-        || bar.tick(false),
+        |r| bar.tick(!matches!(r, Ok(Ok(())))),
     );
     bar.finish();
-    let failures = failures.into_inner().unwrap_or_default();
+    let failures: Vec<String> = todo
+        .iter()
+        .zip(results)
+        .filter_map(|(index, r)| {
+            r.map_err(|e| e.to_string()).and_then(|r| r).err().map(|e| format!("part {index}: {e}"))
+        })
+        .collect();
     if let Some(s) = shard {
         // The index covers every shard's parts, so only the merge writes it.
         let record = serde_json::json!({
@@ -363,12 +364,9 @@ fn import(args: &ImportArgs) -> Result<ExitCode> {
                                 .map(|_| ())
                                 .map_err(|e| format!("{id}: {e}"))
                         });
-                    if outcome.is_err() {
-                        bar.failed();
-                    }
                     Ok(outcome)
                 },
-                || bar.tick(false),
+                |r| bar.tick(!matches!(r, Ok(Ok(())))),
             );
             bar.finish();
             write_index(out)?;
@@ -411,7 +409,11 @@ fn validate(args: &ValidateArgs) -> Result<ExitCode> {
     anyhow::ensure!(!dirs.is_empty(), "{} holds no parts", args.dir.display());
     let pool = WorkerPool::new(args.worker.config()?, args.workers);
     let bar = Progress::new("validating", dirs.len());
-    let reports = pool.map(&dirs, |session, dir| Ok(gerd::validate::validate_part(session, dir)), || bar.tick(false));
+    let reports = pool.map(
+        &dirs,
+        |session, dir| Ok(gerd::validate::validate_part(session, dir)),
+        |r| bar.tick(!matches!(r, Ok(report) if report.problems.is_empty())),
+    );
     bar.finish();
     let mut bad = 0;
     for (dir, report) in dirs.iter().zip(reports) {
@@ -585,19 +587,38 @@ fn export_stage(args: &ExportArgs, stage: vision2cad::vlm::Stage) -> Result<Exit
             );
         }
         let work = scratch.path().join(&record.id);
-        let embedder = match (&config.rag_index, config.ablations.no_rag) {
-            (Some(index), false) => embedder_for_index(index, None)?,
-            _ => None,
+        // A worker lost while a part is recorded is a fault of the machine: the part is
+        // recorded again from its start, so the samples are the undisturbed ones.
+        let mut attempts = 0;
+        let recorded = loop {
+            let embedder = match (&config.rag_index, config.ablations.no_rag) {
+                (Some(index), false) => embedder_for_index(index, None)?,
+                _ => None,
+            };
+            let before = session.replacements();
+            let _ = std::fs::remove_dir_all(&work);
+            let recorded = vision2cad::stage_export::record_part(
+                dir,
+                &work,
+                &config,
+                &mut session,
+                args.perturb,
+                args.seed,
+                embedder,
+            );
+            if session.replacements() == before {
+                break recorded;
+            }
+            attempts += 1;
+            if attempts > 3 {
+                break Err(vision2cad::LoopError::Bridge(freecad_bridge::BridgeError::KernelFault {
+                    attempts,
+                    last: "the worker was lost while the part was recorded".into(),
+                }));
+            }
+            tracing::warn!("the FreeCAD worker was lost while recording {}; recording it again", record.id);
         };
-        match vision2cad::stage_export::record_part(
-            dir,
-            &work,
-            &config,
-            &mut session,
-            args.perturb,
-            args.seed,
-            embedder,
-        ) {
+        match recorded {
             Ok(samples) => {
                 written += vision2cad::stage_export::write_samples(
                     &samples,

@@ -8,6 +8,7 @@ pub mod env;
 pub mod eval_bench;
 pub mod eval_cmd;
 pub mod exec;
+pub mod fault_bench;
 pub mod gerd_cmd;
 pub mod loop_bench;
 pub mod merge_cmd;

@@ -1,0 +1,97 @@
+//! `vision2cad bench faults`: what a lost worker costs a batch. The example programs run on
+//! a one-worker pool twice, undisturbed and with workers killed (SIGKILL) at evenly spread
+//! requests (`VISION2CAD_FAULT_KILL_AT`); the results must match, and the extra time per
+//! fault is reported against a worker's start and an item's mean time, measured in the
+//! same run.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use freecad_bridge::{Program, WorkerPool, WorkerProcess};
+use serde_json::json;
+
+use crate::WorkerArgs;
+use crate::cli::bench::{median, program_paths};
+use crate::cli::exec::read_program;
+
+#[derive(Debug, clap::Args)]
+pub struct FaultBench {
+    /// Directory of example programs (*.json).
+    #[arg(long, default_value = "assets/programs")]
+    pub programs: PathBuf,
+    /// Programs in the batch (the examples, cycled).
+    #[arg(long, default_value_t = 60)]
+    pub batch: usize,
+    /// Workers killed during the faulty run.
+    #[arg(long, default_value_t = 6)]
+    pub faults: usize,
+    /// Also write the figures as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub worker: WorkerArgs,
+}
+
+pub fn run(args: &FaultBench) -> Result<ExitCode> {
+    anyhow::ensure!(args.faults >= 1, "--faults must be at least 1");
+    let programs: Vec<Program> =
+        program_paths(&args.programs)?.iter().map(|p| read_program(p)).collect::<Result<_>>()?;
+    let batch: Vec<&Program> = programs.iter().cycle().take(args.batch.max(1)).collect();
+    let scratch = tempfile::tempdir().context("cannot create a scratch folder")?;
+
+    // One batch: seconds, every item's final volume, and the requests the workers served.
+    let run_batch = |name: &str, at: &[u64]| -> Result<(f64, Vec<f64>, u64)> {
+        let counter = scratch.path().join(format!("{name}.count"));
+        let plan = at.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+        let config =
+            args.worker.config()?.with_env(crate::cli::env::FAULT_KILL_AT, format!("{}:{plan}", counter.display()));
+        let pool = WorkerPool::new(config, 1);
+        let started = Instant::now();
+        let results =
+            pool.map(&batch, |s, p| s.execute_program(p).map_err(|e| e.error).map(|()| s.state().volume), |_| {});
+        let seconds = started.elapsed().as_secs_f64();
+        let volumes = results.into_iter().collect::<Result<Vec<f64>, _>>().context("an item failed")?;
+        let served = std::fs::read_to_string(&counter).unwrap_or_default().trim().parse().unwrap_or(0);
+        Ok((seconds, volumes, served))
+    };
+    // Warm the file cache, then the undisturbed reference, then the faults spread evenly.
+    run_batch("warm", &[])?;
+    let (clean_s, clean_volumes, requests) = run_batch("clean", &[])?;
+    let at: Vec<u64> =
+        (0..args.faults).map(|i| ((i as f64 + 0.5) * requests as f64 / args.faults as f64).ceil() as u64).collect();
+    let (faulty_s, faulty_volumes, faulty_requests) = run_batch("faulty", &at)?;
+    anyhow::ensure!(faulty_volumes == clean_volumes, "the batch through faults gave other results");
+
+    // What a replacement is made of: a worker's start, measured on its own.
+    let config = args.worker.config()?;
+    let starts: Vec<f64> = (0..5)
+        .map(|_| {
+            let started = Instant::now();
+            WorkerProcess::spawn(&config).map(|_| started.elapsed().as_secs_f64())
+        })
+        .collect::<Result<_, _>>()?;
+    let start_s = median(starts);
+    let item_s = clean_s / batch.len() as f64;
+    let per_fault = (faulty_s - clean_s) / args.faults as f64;
+    println!("batch of {} programs on one worker, {requests} requests", batch.len());
+    println!("undisturbed            {clean_s:>8.2} s");
+    println!("{} workers killed       {faulty_s:>8.2} s  ({} requests served)", args.faults, faulty_requests);
+    println!("cost per fault         {per_fault:>8.3} s");
+    println!(
+        "  = {:.2}x a worker's start ({start_s:.3} s), {:.2}x an item's mean time ({item_s:.3} s)",
+        per_fault / start_s,
+        per_fault / item_s
+    );
+    println!("results identical to the undisturbed run: yes");
+    if let Some(path) = &args.json {
+        let report = json!({
+            "batch": batch.len(), "requests": requests, "faults": args.faults, "fault_at": at,
+            "clean_seconds": clean_s, "faulty_seconds": faulty_s, "faulty_requests": faulty_requests,
+            "seconds_per_fault": per_fault, "worker_start_seconds": start_s, "item_seconds": item_s,
+        });
+        crate::cli::exec::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
