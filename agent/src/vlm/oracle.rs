@@ -53,8 +53,22 @@ impl GroundTruth {
             .map_err(|e| format!("the ground truth {} does not execute: {e}", path.display()))
     }
 
-    /// Execute a program from an empty document, recording every state.
+    /// Execute a program from an empty document, recording every state. A worker lost on
+    /// the way is the machine's fault: the program runs again from its start (three more
+    /// times at most), so the states are the undisturbed ones.
     pub fn execute(program: Program, session: &mut Session) -> Result<GroundTruth, String> {
+        let mut attempt = 0;
+        loop {
+            let before = session.replacements();
+            let result = Self::execute_once(&program, session);
+            if session.replacements() == before || attempt == 3 {
+                return result.map(|states| GroundTruth { program, states });
+            }
+            attempt += 1;
+        }
+    }
+
+    fn execute_once(program: &Program, session: &mut Session) -> Result<Vec<ModelState>, String> {
         session.reset().map_err(|e| e.to_string())?;
         let mut states = vec![session.state().clone()];
         for (i, c) in program.commands.iter().enumerate() {
@@ -65,7 +79,7 @@ impl GroundTruth {
             return Err("it builds no solid".into());
         }
         session.reset().map_err(|e| e.to_string())?;
-        Ok(GroundTruth { program, states })
+        Ok(states)
     }
 }
 
