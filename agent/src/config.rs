@@ -67,6 +67,8 @@ pub struct Config {
     pub ablations: Ablations,
     /// The model server (`--vlm openai`): the `[vlm]` table.
     pub vlm: crate::vlm::VlmSettings,
+    /// The simulated model's error rates (`--vlm sim`): the `[sim]` table.
+    pub sim: crate::vlm::SimRates,
 }
 
 impl Default for Config {
@@ -84,6 +86,7 @@ impl Default for Config {
             rag_k: 3,
             ablations: Ablations::default(),
             vlm: crate::vlm::VlmSettings::default(),
+            sim: crate::vlm::SimRates::default(),
         }
     }
 }
@@ -116,6 +119,7 @@ impl Config {
         if self.max_steps == 0 {
             return bad("max_steps must be at least 1");
         }
+        self.sim.check().map_err(ConfigError::Invalid)?;
         if !(64..=4096).contains(&self.view_size) {
             return bad("view_size must be between 64 and 4096 pixels");
         }

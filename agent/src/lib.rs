@@ -452,6 +452,9 @@ impl Run<'_> {
             if reply.cached {
                 entry["cached"] = true.into();
             }
+            if !reply.injected.is_empty() {
+                entry["injected"] = Value::Array(reply.injected.clone());
+            }
             entry["answer"] = reply.text.clone().into();
             let start = Instant::now();
             let checked = serde_json::from_str::<Value>(json_text(&reply.text))

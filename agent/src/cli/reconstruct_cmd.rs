@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use vision2cad::vlm::{CacheMode, ChatClient, GroundTruth, Oracle, ResponseFormat, Scripted, Vlm, VlmSettings};
+use vision2cad::vlm::{CacheMode, ChatClient, GroundTruth, Oracle, ResponseFormat, Scripted, Sim, Vlm, VlmSettings};
 use vision2cad::{Config, reconstruct_with};
 
 use crate::WorkerArgs;
@@ -19,6 +19,9 @@ pub enum Backend {
     /// A model server that speaks OpenAI's chat completions (OpenAI, OpenRouter, vLLM,
     /// Ollama, llama.cpp): key and URL from the environment, the rest from [vlm] in --config.
     Openai,
+    /// The oracle with an error model (needs --gt): rates from [sim] in --config and
+    /// --sim KEY=VALUE, seeded by --seed.
+    Sim,
 }
 
 #[derive(Debug, clap::Args)]
@@ -86,6 +89,13 @@ pub struct ReconstructArgs {
     /// No Stage 3: candidates are committed unverified.
     #[arg(long)]
     pub no_evf: bool,
+    /// --vlm sim: one rate of the error model, KEY=VALUE (sigma, reference, frame,
+    /// parameter, operation, judge_threshold, judge_flip); may be repeated.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub sim: Vec<String>,
+    /// --vlm sim: the seed of the injected errors (a run repeats to the bit).
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Instead of the loop, a baseline: `direct-code` asks the model once for a whole
     /// FreeCAD script and runs it in a sandbox (needs a model: --vlm openai or scripted).
     #[arg(long, value_enum)]
@@ -136,6 +146,12 @@ impl ReconstructArgs {
         if let Some(m) = &self.cache_mode {
             vlm.cache_mode = m.parse::<CacheMode>().map_err(anyhow::Error::msg)?;
         }
+        for assignment in &self.sim {
+            config.sim.set(assignment).map_err(anyhow::Error::msg)?;
+        }
+        if let Some(seed) = self.seed {
+            config.sim.seed = seed;
+        }
         let ab = &mut config.ablations;
         ab.no_egr |= self.no_egr;
         ab.no_lcb |= self.no_lcb;
@@ -175,14 +191,18 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
     let mut session = args.worker.session()?;
     let mut vlm: Box<dyn Vlm> = match args.vlm {
         Backend::Openai => Box::new(client.context("the client was set up above")?),
-        Backend::Oracle => {
+        Backend::Oracle | Backend::Sim => {
             let Some(gt) = &args.gt else {
                 bail!(
-                    "--vlm oracle needs --gt: a GERD part folder or a program .json (a real image needs a real model server)"
+                    "--vlm oracle and --vlm sim need --gt: a GERD part folder or a program .json (a real image needs a real model server)"
                 )
             };
             let truth = GroundTruth::load(gt, &mut session).map_err(anyhow::Error::msg)?;
-            Box::new(Oracle::new(truth))
+            if args.vlm == Backend::Sim {
+                Box::new(Sim::new(Oracle::new(truth), config.sim))
+            } else {
+                Box::new(Oracle::new(truth))
+            }
         }
         Backend::Scripted => {
             let Some(script) = &args.script else { bail!("--vlm scripted needs --script FILE") };
@@ -245,7 +265,7 @@ fn direct_code(args: &ReconstructArgs, out: &std::path::Path, config: &Config) -
             let Some(script) = &args.script else { bail!("--vlm scripted needs --script FILE") };
             Box::new(Scripted::from_file(script)?)
         }
-        Backend::Oracle => bail!(
+        Backend::Oracle | Backend::Sim => bail!(
             "the direct-code baseline needs a model that writes code (--vlm openai, or scripted); the oracle only answers the loop's stages"
         ),
     };

@@ -13,6 +13,7 @@ mod openai;
 mod oracle;
 mod scripted;
 mod settings;
+mod sim;
 
 use std::path::PathBuf;
 
@@ -27,6 +28,7 @@ pub use openai::ChatClient;
 pub use oracle::{GroundTruth, Oracle};
 pub use scripted::Scripted;
 pub use settings::{ApiKey, CacheMode, Price, ResponseFormat, VlmSettings};
+pub use sim::{Sim, SimRates};
 
 /// The three stages of a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -117,6 +119,9 @@ pub struct Reply {
     pub usage: Option<Usage>,
     /// Answered from the response cache: nothing was paid for it.
     pub cached: bool,
+    /// The simulated model's injected errors (written to the trace; never read by the
+    /// harness's mechanisms).
+    pub injected: Vec<serde_json::Value>,
 }
 
 /// A backend could not answer at all (as opposed to answering badly).

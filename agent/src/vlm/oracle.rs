@@ -100,6 +100,9 @@ pub struct Oracle {
     center: [f64; 3],
     /// Axes along which the part may move without changing its program (see `movable_axes`).
     movable: [bool; 3],
+    /// Name the nearest entity of the right kind when none matches exactly (the model has
+    /// drifted from the ground truth: the simulated VLM's errors).
+    tolerant: bool,
 }
 
 /// A similarity without rotation: `x -> s x + t`.
@@ -184,7 +187,13 @@ impl Oracle {
         let radius = bbox.map_or(1.0, |b| b.diagonal() / 2.0).max(1e-12);
         let center = bbox.map_or([0.0; 3], |b| std::array::from_fn(|i| (b.min[i] + b.max[i]) / 2.0));
         let movable = movable_axes(&gt.program);
-        Oracle { gt, steps, radius, center, movable }
+        Oracle { gt, steps, radius, center, movable, tolerant: false }
+    }
+
+    /// An oracle that keeps answering on a model that drifted from the ground truth.
+    pub fn tolerant(mut self) -> Oracle {
+        self.tolerant = true;
+        self
     }
 
     fn scale(&self, ctx: &Context) -> f64 {
@@ -207,6 +216,7 @@ impl Oracle {
         };
         let sig = signature(gt_state, head).ok_or_else(|| no_answer(format!("the ground truth has no {head}")))?;
         let found = matching(&sig, &ctx.state, self.placement(ctx))
+            .or_else(|| if self.tolerant { nearest(&sig, &ctx.state, self.placement(ctx)) } else { None })
             .ok_or_else(|| no_answer(format!("no entity of the current model matches the ground truth's {head}")))?;
         let name = if ctx.ablations.no_egr {
             let selector = selectors::find(&ctx.state, &found)
@@ -357,6 +367,18 @@ impl Oracle {
         Ok(answer)
     }
 
+    /// The ground truth's model after the step `ctx` is at, placed like the current model.
+    pub(crate) fn expected_after_step(&self, ctx: &Context) -> Option<ModelState> {
+        let step = self.steps.get(ctx.steps_done)?;
+        let mut expected = self.gt.states.get(step.feature + 1)?.clone();
+        let placement = self.placement(ctx);
+        expected.volume *= placement.s.powi(3);
+        if let Some(b) = expected.bbox.as_mut() {
+            (b.min, b.max) = (placement.point(b.min), placement.point(b.max));
+        }
+        Some(expected)
+    }
+
     fn stage3(&self, ctx: &Context) -> Result<Value, VlmError> {
         let candidate = ctx.preview.as_ref().ok_or_else(|| no_answer("a Stage 3 request without a preview"))?;
         let step = self.steps.get(ctx.steps_done).ok_or_else(|| no_answer("the ground truth has no such step"))?;
@@ -453,6 +475,43 @@ fn matching(sig: &Signature, state: &ModelState, placement: Placement) -> Option
     }
 }
 
+/// The entity of `state` of the signature's kind nearest its placed position, however far.
+fn nearest(sig: &Signature, state: &ModelState, placement: Placement) -> Option<String> {
+    let dist = |a: [f64; 3], b: [f64; 3]| (Vector3::from(a) - Vector3::from(placement.point(b))).norm();
+    let closest = |scores: Vec<(f64, String)>| scores.into_iter().min_by(|a, b| a.0.total_cmp(&b.0)).map(|(_, id)| id);
+    let diagonal = state.bbox.map_or(1.0, |b| b.diagonal()).max(1e-12);
+    match sig {
+        Signature::Face { kind, centroid, normal, .. } => closest(
+            state
+                .faces
+                .iter()
+                .filter(|f| f.kind == *kind)
+                .map(|f| {
+                    let turn = match (f.normal, normal) {
+                        (Some(a), Some(b)) => (Vector3::from(a) - Vector3::from(*b)).norm(),
+                        _ => 0.0,
+                    };
+                    (dist(f.centroid, *centroid) + diagonal * turn, f.id.clone())
+                })
+                .collect(),
+        ),
+        Signature::Edge { kind, midpoint, center, start, .. } => {
+            let at = (*midpoint).or(*center).or(*start)?;
+            closest(
+                state
+                    .edges
+                    .iter()
+                    .filter(|e| e.kind == *kind)
+                    .filter_map(|e| Some((dist(e.midpoint.or(e.center).or(e.start)?, at), e.id.clone())))
+                    .collect(),
+            )
+        }
+        Signature::Vertex { point } => {
+            closest(state.vertices.iter().map(|v| (dist(v.point, *point), v.id.clone())).collect())
+        }
+    }
+}
+
 impl Vlm for Oracle {
     fn name(&self) -> String {
         "oracle".into()
@@ -470,6 +529,6 @@ impl Vlm for Oracle {
                 });
             }
         };
-        Ok(Reply { text: answer.to_string(), usage: None, cached: false })
+        Ok(Reply { text: answer.to_string(), usage: None, cached: false, injected: Vec::new() })
     }
 }

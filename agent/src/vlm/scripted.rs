@@ -70,6 +70,6 @@ impl Vlm for Scripted {
             });
         }
         self.next += 1;
-        Ok(Reply { text: text.clone(), usage: None, cached: false })
+        Ok(Reply { text: text.clone(), usage: None, cached: false, injected: Vec::new() })
     }
 }
