@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod compare_cmd;
+pub mod curves;
 pub mod env;
 pub mod eval_bench;
 pub mod eval_cmd;

@@ -31,6 +31,9 @@ pub enum RunBackend {
     Oracle,
     /// A chat-completions server (see `reconstruct --vlm openai`).
     Openai,
+    /// The oracle with an error model (see `reconstruct --vlm sim`; rates after `--` as
+    /// `--sim KEY=VALUE`, or varied with --vary).
+    Sim,
 }
 
 #[derive(Debug, clap::Args)]
@@ -67,6 +70,11 @@ pub struct RunArgs {
     /// script per part; `reconstruct --baseline direct-code`). Also a name for --configs.
     #[arg(long, value_enum)]
     pub baseline: Option<crate::cli::reconstruct_cmd::Baseline>,
+    /// --vlm sim: one rate of the error model over several values, KEY=V1,V2,... (e.g.
+    /// sigma=0,0.005,0.01,0.02,0.04), crossed with the configurations; writes curves.md and
+    /// curves.svg / curves.png (mIoU, CR and edit10 mIoU against the rate).
+    #[arg(long, value_name = "KEY=V1,V2,...")]
+    pub vary: Option<String>,
     /// --vlm openai: model requests in flight at once across all jobs (each job's own
     /// `[vlm] concurrency` still applies within it).
     #[arg(long, default_value_t = 4)]
@@ -113,11 +121,36 @@ pub(crate) const SWEEP_FILE: &str = "sweep.json";
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let configs = sweep_configs(args)?;
-    if args.vlm == RunBackend::Oracle && configs.iter().any(|(name, _)| name == DIRECT_CODE) {
+    if args.vlm != RunBackend::Openai && configs.iter().any(|(name, _)| name == DIRECT_CODE) {
         bail!(
             "the direct-code baseline needs a model that writes code (--vlm openai); the oracle only answers the loop's stages"
         );
     }
+    let vary = match &args.vary {
+        Some(text) => {
+            anyhow::ensure!(
+                args.vlm == RunBackend::Sim,
+                "--vary varies a rate of the simulated VLM: use it with --vlm sim"
+            );
+            Some(parse_vary(text)?)
+        }
+        None => None,
+    };
+    let configs = match &vary {
+        Some((key, values)) => {
+            let base = if configs.is_empty() { vec![("full".to_string(), Vec::new())] } else { configs };
+            let mut grid = Vec::new();
+            for (name, extra) in &base {
+                for v in values {
+                    let mut extra = extra.clone();
+                    extra.extend(["--sim".to_string(), format!("{key}={v}")]);
+                    grid.push((format!("{name}_{key}={v}"), extra));
+                }
+            }
+            grid
+        }
+        None => configs,
+    };
     let shard = args.shard.resolve()?;
     // A shard writes into its own folder under the run's, so every machine can be given the
     // same command line.
@@ -157,7 +190,23 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     write_sweep(&args.out, &rows)?;
+    if let Some((key, _)) = &vary {
+        crate::cli::curves::write_curves(&args.out, key, &rows)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `KEY=V1,V2,...` of --vary.
+fn parse_vary(text: &str) -> Result<(String, Vec<String>)> {
+    let (key, values) = text.split_once('=').with_context(|| format!("--vary {text:?}: expected KEY=V1,V2,..."))?;
+    let key = key.trim().to_string();
+    let mut probe = vision2cad::vlm::SimRates::default();
+    let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
+    anyhow::ensure!(!values.is_empty(), "--vary {text:?} has no values");
+    for v in &values {
+        probe.set(&format!("{key}={v}")).map_err(|e| anyhow::anyhow!("--vary: {e}"))?;
+    }
+    Ok((key, values))
 }
 
 /// The sweep's table (a row per configuration), `results.json` and `index.html` in `out`.
@@ -450,6 +499,7 @@ fn reconstruct_part(exe: &Path, part: &Path, out: &Path, args: &RunArgs, extra: 
     match args.vlm {
         RunBackend::Oracle => cmd.arg("--vlm").arg("oracle").arg("--gt").arg(part),
         RunBackend::Openai => cmd.arg("--vlm").arg("openai"),
+        RunBackend::Sim => cmd.arg("--vlm").arg("sim").arg("--gt").arg(part),
     };
     // One limit on requests in flight for the whole run, whatever --jobs is.
     let slots = out.join(".vlm-slots");
