@@ -446,3 +446,43 @@ fn box_iou(a0: [f64; 3], a1: [f64; 3], b0: [f64; 3], b1: [f64; 3]) -> f64 {
     let union = vol(a0, a1) + vol(b0, b1) - inter;
     if union > 0.0 { inter / union } else { 0.0 }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_are_set_by_name_and_checked() {
+        let mut rates = SimRates::default();
+        rates.set("sigma=0.03").expect("sigma");
+        rates.set(" reference = 0.2 ").expect("reference");
+        assert_eq!((rates.sigma, rates.reference), (0.03, 0.2));
+        assert!(rates.set("reference=1.5").expect_err("probability").contains("not a probability"));
+        assert!(rates.set("sigma=-1").expect_err("negative").contains("non-negative"));
+        assert!(rates.set("colour=1").expect_err("unknown").contains("unknown sim rate"));
+        assert!(rates.set("sigma").expect_err("no value").contains("KEY=VALUE"));
+    }
+
+    #[test]
+    fn the_box_muller_draws_are_standard_normal() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut uniform = || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        let draws: Vec<f64> = (0..20_000)
+            .map(|_| {
+                let (u1, u2) = (uniform().max(1e-300), uniform());
+                (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+            })
+            .collect();
+        let mean = draws.iter().sum::<f64>() / draws.len() as f64;
+        let var = draws.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / draws.len() as f64;
+        assert!(mean.abs() < 0.03 && (var - 1.0).abs() < 0.05, "mean {mean}, variance {var}");
+    }
+
+    #[test]
+    fn box_iou_of_shifted_boxes() {
+        assert!((box_iou([0.0; 3], [1.0; 3], [0.0; 3], [1.0; 3]) - 1.0).abs() < 1e-12);
+        // Half overlapping along x: intersection 0.5, union 1.5.
+        assert!((box_iou([0.0; 3], [1.0; 3], [0.5, 0.0, 0.0], [1.5, 1.0, 1.0]) - 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!(box_iou([0.0; 3], [1.0; 3], [2.0; 3], [3.0; 3]), 0.0);
+    }
+}

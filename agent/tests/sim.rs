@@ -1,0 +1,166 @@
+//! The simulated VLM: with every rate at zero it is the oracle; a seed repeats a run to
+//! the bit; injected errors are in the trace (and only there); `run --vary` writes the
+//! curves, their table and chart.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command as Process, Output};
+
+use common::{binary, repo_root, trace};
+use serde_json::Value;
+
+fn vision2cad(args: &[&str]) -> Output {
+    Process::new(binary()).args(args).output().expect("runs")
+}
+
+fn reconstruct(out: &Path, extra: &[&str]) -> Output {
+    let root = repo_root();
+    let image = root.join("assets/examples/plate_counterbore.png");
+    let gt = root.join("assets/programs/plate_counterbore.json");
+    let mut args = vec![
+        "reconstruct",
+        image.to_str().expect("utf-8"),
+        "--gt",
+        gt.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+    ];
+    args.extend(extra);
+    vision2cad(&args)
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn injected(out: &Path) -> Vec<Value> {
+    trace(out)
+        .into_iter()
+        .filter(|e| e["event"] == "call")
+        .flat_map(|e| e["injected"].as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+const NO_ERRORS: [&str; 14] = [
+    "--sim",
+    "sigma=0",
+    "--sim",
+    "reference=0",
+    "--sim",
+    "frame=0",
+    "--sim",
+    "parameter=0",
+    "--sim",
+    "operation=0",
+    "--sim",
+    "judge_flip=0",
+    "--vlm",
+    "sim",
+];
+
+#[test]
+fn without_errors_the_simulated_model_is_the_oracle_and_a_seed_repeats_a_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let oracle = dir.path().join("oracle");
+    assert!(reconstruct(&oracle, &[]).status.success());
+    let clean = dir.path().join("clean");
+    let r = reconstruct(&clean, &NO_ERRORS);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(read(&clean.join("program.json")), read(&oracle.join("program.json")));
+    // Only the judge's estimates are recorded: nothing was injected.
+    assert!(injected(&clean).iter().all(|e| e["kind"] == "judge" && e["flipped"] == false));
+
+    // Noise and wrong parameters: the same seed gives the same run, another seed another.
+    let noisy = |name: &str, seed: &str| {
+        let out = dir.path().join(name);
+        let r = reconstruct(&out, &["--vlm", "sim", "--sim", "sigma=0.01", "--sim", "parameter=0.05", "--seed", seed]);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        out
+    };
+    let (a, b, c) = (noisy("a", "7"), noisy("b", "7"), noisy("c", "8"));
+    assert_eq!(read(&a.join("program.json")), read(&b.join("program.json")), "same seed, same run");
+    assert_ne!(read(&a.join("program.json")), read(&c.join("program.json")), "another seed, other errors");
+    let errors = injected(&a);
+    assert!(errors.iter().any(|e| e["kind"] == "coordinate" && e["sigma"] == 0.01), "{errors:?}");
+    let parameter = errors.iter().find(|e| e["kind"] == "parameter").expect("a parameter error");
+    assert_ne!(parameter["from"], parameter["to"]);
+    // The harness reads the answer text only: the record of the errors is not in it.
+    for call in trace(&a).into_iter().filter(|e| e["event"] == "call") {
+        assert!(!call["answer"].as_str().expect("answer").contains("injected"));
+    }
+}
+
+#[test]
+fn references_are_confused_with_the_nearest_entity_and_the_run_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("confused");
+    let r = reconstruct(&out, &["--vlm", "sim", "--sim", "sigma=0", "--sim", "parameter=0", "--sim", "reference=1"]);
+    // The model may fail with every reference wrong; what it did is on record either way.
+    let _ = r;
+    let errors = injected(&out);
+    let confusion = errors.iter().find(|e| e["kind"] == "reference").expect("a reference error");
+    assert_ne!(confusion["right"], confusion["named"], "{confusion}");
+    let bad = reconstruct(&dir.path().join("bad"), &["--vlm", "sim", "--sim", "reference=2"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not a probability"));
+}
+
+#[test]
+fn a_sweep_over_a_rate_writes_curves_with_their_sample_counts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("gerd");
+    let g = vision2cad(&[
+        "gerd",
+        "generate",
+        "--count",
+        "2",
+        "--seed",
+        "2",
+        "--split",
+        "0,0,2",
+        "--view-size",
+        "160",
+        "--out",
+        data.to_str().expect("utf-8"),
+    ]);
+    assert!(g.status.success(), "{}", String::from_utf8_lossy(&g.stderr));
+    let run = dir.path().join("run");
+    let r = vision2cad(&[
+        "run",
+        "--dataset",
+        data.to_str().expect("utf-8"),
+        "--out",
+        run.to_str().expect("utf-8"),
+        "--jobs",
+        "2",
+        "--vlm",
+        "sim",
+        "--configs",
+        "full,no-pgr",
+        "--vary",
+        "sigma=0,0.02",
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let table = read(&run.join("results.md"));
+    for row in ["full_sigma=0 ", "full_sigma=0.02", "no-pgr_sigma=0 ", "no-pgr_sigma=0.02"] {
+        assert!(table.contains(&format!("| {row}")), "{row}: {table}");
+    }
+    let curves = read(&run.join("curves.md"));
+    assert!(curves.contains("## static mIoU") && curves.contains("| sigma | full | no-pgr |"), "{curves}");
+    assert!(curves.contains("| 0.02 |") && curves.contains("(2)"), "{curves}");
+    let png = image::open(run.join("curves.png")).expect("the chart is a PNG");
+    assert!(png.width() >= 1000 && png.height() >= 300);
+    assert!(read(&run.join("curves.svg")).contains("<svg"));
+    let refused = vision2cad(&[
+        "run",
+        "--dataset",
+        data.to_str().expect("utf-8"),
+        "--out",
+        run.to_str().expect("utf-8"),
+        "--vary",
+        "sigma=0,1",
+    ]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--vlm sim"));
+}
