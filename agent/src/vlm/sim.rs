@@ -76,8 +76,16 @@ impl Default for SimRates {
 }
 
 impl SimRates {
-    /// Set one rate from `KEY=VALUE` (`sigma=0.02`).
+    /// Set one rate from `KEY=VALUE` (`sigma=0.02`); a bad value leaves the rates as they
+    /// were.
     pub fn set(&mut self, assignment: &str) -> Result<(), String> {
+        let mut next = *self;
+        next.assign(assignment)?;
+        *self = next;
+        Ok(())
+    }
+
+    fn assign(&mut self, assignment: &str) -> Result<(), String> {
         let (key, value) =
             assignment.split_once('=').ok_or_else(|| format!("{assignment:?} is not KEY=VALUE (e.g. sigma=0.02)"))?;
         let value: f64 = value.trim().parse().map_err(|_| format!("{assignment:?}: {value:?} is not a number"))?;
