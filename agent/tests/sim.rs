@@ -91,6 +91,59 @@ fn without_errors_the_simulated_model_is_the_oracle_and_a_seed_repeats_a_run() {
     }
 }
 
+/// The numbers of the first Stage 2 answer of a run (its first sketch, drawn before any
+/// error could change the model), in order.
+fn first_drawing(out: &Path) -> Vec<f64> {
+    let call = trace(out).into_iter().find(|e| e["event"] == "call" && e["stage"] == "stage2").expect("a drawing");
+    let answer: Value = serde_json::from_str(call["answer"].as_str().expect("answer")).expect("json");
+    let mut numbers = Vec::new();
+    for prim in answer["primitives"].as_array().expect("primitives") {
+        for key in ["start", "mid", "end", "center"] {
+            numbers.extend(prim[key].as_array().into_iter().flatten().filter_map(Value::as_f64));
+        }
+        numbers.extend(prim["radius"].as_f64());
+    }
+    numbers
+}
+
+#[test]
+fn coordinate_noise_moves_points_by_sigma_and_nothing_else() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let oracle = dir.path().join("oracle");
+    assert!(reconstruct(&oracle, &[]).status.success());
+    let noisy = dir.path().join("noisy");
+    let mut args = NO_ERRORS.to_vec();
+    args.extend(["--sim", "sigma=0.01", "--seed", "5"]);
+    let _ = reconstruct(&noisy, &args);
+    let (a, b) = (first_drawing(&oracle), first_drawing(&noisy));
+    assert_eq!(a.len(), b.len(), "the same primitives");
+    let moves: Vec<f64> = a.iter().zip(&b).map(|(x, y)| y - x).collect();
+    let rms = (moves.iter().map(|d| d * d).sum::<f64>() / moves.len() as f64).sqrt();
+    assert!(moves.iter().all(|d| d.abs() < 0.05), "{moves:?}");
+    assert!((0.003..0.02).contains(&rms), "moved by {rms} for sigma 0.01: {moves:?}");
+    // Only Stage 2 drew errors.
+    assert!(injected(&noisy).iter().all(|e| e["kind"] == "coordinate" || e["kind"] == "judge"));
+}
+
+#[test]
+fn the_judge_rejects_a_wrong_operation_and_the_loop_asks_again_unless_evf_is_off() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("wrong");
+    let mut args = NO_ERRORS.to_vec();
+    args.extend(["--sim", "operation=1", "--max-steps", "2"]);
+    let _ = reconstruct(&out, &args);
+    let errors = injected(&out);
+    assert!(errors.iter().any(|e| e["kind"] == "operation"), "{errors:?}");
+    assert!(errors.iter().any(|e| e["kind"] == "judge" && e["verdict"] == "reject"), "{errors:?}");
+    let calls: Vec<Value> = trace(&out).into_iter().filter(|e| e["event"] == "call").collect();
+    assert!(calls.iter().any(|c| c["stage"] == "stage1" && c["attempt"].as_u64() > Some(1)), "a second attempt");
+
+    let unverified = dir.path().join("unverified");
+    args.push("--no-evf");
+    let _ = reconstruct(&unverified, &args);
+    assert!(trace(&unverified).iter().all(|e| e["stage"] != "stage3"), "no verification without EVf");
+}
+
 #[test]
 fn references_are_confused_with_the_nearest_entity_and_the_run_says_so() {
     let dir = tempfile::tempdir().expect("tempdir");
