@@ -361,3 +361,73 @@ fn deepcad_extents_operations_and_shared_profile_curves() {
     assert!(matches!(&err, ImportError::DeepCadUnsupported { entity, .. } if entity == "e2"), "{err}");
     assert!(err.to_string().contains("intersect"), "{err}");
 }
+
+/// A square plate of side `side` and height 1, as a DeepCAD JSON file.
+fn deepcad_plate(side: f64) -> String {
+    let square = [[0.0, 0.0], [side, 0.0], [side, side], [0.0, side]];
+    deepcad(&[
+        (
+            "s1",
+            sketch(
+                [0.0, 0.0, 0.0],
+                [1.0, 0.0, 0.0],
+                [0.0, 1.0, 0.0],
+                [0.0, 0.0, 1.0],
+                serde_json::json!({"p1": {"loops": [{"is_outer": true, "profile_curves": polygon(&square, "a")}]}}),
+            ),
+        ),
+        ("e1", extrude("OneSideFeatureExtentType", 1.0, 0.0, "NewBodyFeatureOperation", &[("s1", "p1")])),
+    ])
+}
+
+#[test]
+fn a_folder_of_deepcad_files_imports_in_parallel_with_a_report_and_resumes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("deepcad");
+    std::fs::create_dir_all(src.join("0000")).expect("mkdir");
+    std::fs::create_dir_all(src.join("0001")).expect("mkdir");
+    std::fs::write(src.join("0000/00000001.json"), deepcad_plate(2.0)).expect("write");
+    std::fs::write(src.join("0000/00000002.json"), deepcad_plate(3.0)).expect("write");
+    std::fs::write(
+        src.join("0001/00000003.json"),
+        "{\"entities\": {}, \"sequence\": [{\"index\": 0, \"type\": \"Sketch\", \"entity\": \"gone\"}]}",
+    )
+    .expect("write");
+    let out = dir.path().join("gerd");
+    let run = |path: &std::path::Path| {
+        std::process::Command::new(common::binary())
+            .args(["gerd", "import", "deepcad"])
+            .arg(path)
+            .arg("--out")
+            .arg(&out)
+            .args(["--workers", "2"])
+            .output()
+            .expect("runs")
+    };
+    let first = run(&src);
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{stderr}");
+    assert!(stderr.contains("imported 2 of 3 files"), "{stderr}");
+    assert!(stderr.contains("1  DeepCAD JSON: the sequence names gone"), "a summary by reason: {stderr}");
+    let report: Vec<serde_json::Value> = std::fs::read_to_string(out.join("import-report.jsonl"))
+        .expect("report")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    assert_eq!(report.len(), 3);
+    assert_eq!(report[0]["file"], "0000/00000001.json");
+    assert_eq!(report[2]["status"], "failed");
+    assert!(report[2]["reason"].as_str().expect("reason").contains("gone"));
+    let record = gerd::record::read_part(&out.join("parts/00000002")).expect("imported part");
+    assert!(record.provenance.contains("DeepCAD JSON 0000/00000002.json"), "{}", record.provenance);
+    assert!(!record.provenance.contains(&dir.path().display().to_string()), "no absolute paths in provenance");
+    assert!(out.join("index.jsonl").is_file());
+
+    // A list of files, relative to the list: the imported ones are not imported again.
+    let list = dir.path().join("list.txt");
+    std::fs::write(&list, "deepcad/0000/00000001.json\n# a comment\ndeepcad/0000/00000002.json\n").expect("write");
+    let again = run(&list);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(stderr.contains("resuming: 2 of 2 files already imported"), "{stderr}");
+}

@@ -132,11 +132,17 @@ pub enum ImportSource {
         #[command(flatten)]
         worker: WorkerArgs,
     },
-    /// One part in DeepCAD's JSON format; split `train`.
+    /// DeepCAD JSON models: PATH is one file, a folder (searched recursively for *.json)
+    /// or a text file listing them (one path per line, relative to the list). Split
+    /// `train`. Every file's outcome goes to OUT/import-report.jsonl; a run resumes.
     Deepcad {
-        file: PathBuf,
+        path: PathBuf,
         #[arg(long)]
         out: PathBuf,
+        #[arg(long, default_value_t = 0)]
+        workers: usize,
+        #[command(flatten)]
+        shard: ShardArgs,
         #[command(flatten)]
         worker: WorkerArgs,
     },
@@ -378,27 +384,8 @@ fn import(args: &ImportArgs) -> Result<ExitCode> {
             }
             Ok(if failures.len() < rows.len() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
-        ImportSource::Deepcad { file, out, worker } => {
-            let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-            let id = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "deepcad".into());
-            let mut session = worker.session()?;
-            let imported = gerd::import::import_deepcad(&text, &mut session)
-                .with_context(|| format!("cannot import {}", file.display()))?;
-            let part = PartSource {
-                id: id.clone(),
-                source: "deepcad".into(),
-                split: Split::Train,
-                licence: "see the source's licence (DeepCAD data: MIT)".into(),
-                provenance: format!("{}; {}", file.display(), imported.notes.join("; ")),
-                program: imported.program,
-                target_image: None,
-            };
-            std::fs::create_dir_all(out.join(gerd::record::PARTS_DIR))
-                .with_context(|| format!("cannot create {}", out.display()))?;
-            let record = write_part(&mut session, &part, out, &RecordOptions::default())?;
-            write_index(out)?;
-            eprintln!("imported {} ({} steps) into {}", record.id, record.steps.len(), out.display());
-            Ok(ExitCode::SUCCESS)
+        ImportSource::Deepcad { path, out, workers, shard, worker } => {
+            import_deepcad_files(path, out, *workers, shard.resolve()?, worker)
         }
     }
 }
@@ -682,4 +669,158 @@ pub fn embedder_for_index(
         Some(model) => Some(Box::new(http_embedder(model, url)?)),
         None => None,
     })
+}
+
+/// The DeepCAD files PATH names, each with its path relative to PATH (for provenance).
+fn deepcad_files(path: &std::path::Path) -> Result<Vec<(PathBuf, String)>> {
+    let relative =
+        |base: &std::path::Path, file: &std::path::Path| file.strip_prefix(base).unwrap_or(file).display().to_string();
+    if path.is_dir() {
+        let mut files = Vec::new();
+        let mut stack = vec![path.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))? {
+                let p = entry?.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|e| e == "json") {
+                    files.push(p);
+                }
+            }
+        }
+        files.sort();
+        anyhow::ensure!(!files.is_empty(), "{} holds no .json files", path.display());
+        return Ok(files.into_iter().map(|f| (f.clone(), relative(path, &f))).collect());
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{') {
+        let name = path.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
+        return Ok(vec![(path.to_path_buf(), name)]);
+    }
+    // A list: one file per line, relative to the list's folder.
+    let base = path.parent().unwrap_or(std::path::Path::new("."));
+    let files: Vec<(PathBuf, String)> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| (base.join(l), l.to_string()))
+        .collect();
+    anyhow::ensure!(!files.is_empty(), "{} lists no files", path.display());
+    Ok(files)
+}
+
+/// A failure reason with its numbers and IDs blanked, to group the report's failures.
+fn reason_class(reason: &str) -> String {
+    let mut class = String::new();
+    let mut in_token = false;
+    for c in reason.chars() {
+        if c.is_ascii_digit() || (in_token && (c == '.' || c == 'e' || c == '-')) {
+            if !in_token {
+                class.push('#');
+                in_token = true;
+            }
+        } else {
+            in_token = false;
+            class.push(c);
+        }
+    }
+    class.chars().take(120).collect()
+}
+
+/// `gerd import deepcad PATH`: every file, in parallel, resumable, with a report.
+fn import_deepcad_files(
+    path: &std::path::Path,
+    out: &std::path::Path,
+    workers: usize,
+    shard: Option<crate::cli::shard::Shard>,
+    worker: &WorkerArgs,
+) -> Result<ExitCode> {
+    let files = deepcad_files(path)?;
+    let id_of =
+        |file: &std::path::Path| file.file_stem().map_or("deepcad".into(), |s| s.to_string_lossy().into_owned());
+    let mut seen = std::collections::BTreeMap::new();
+    for (file, rel) in &files {
+        if let Some(other) = seen.insert(id_of(file), rel.clone()) {
+            bail!("{other} and {rel} would both be part {}: give files with distinct names", id_of(file));
+        }
+    }
+    let mine: Vec<&(PathBuf, String)> =
+        files.iter().filter(|(f, _)| shard.is_none_or(|s| s.holds(&id_of(f)))).collect();
+    std::fs::create_dir_all(out.join(gerd::record::PARTS_DIR))
+        .with_context(|| format!("cannot create {}", out.display()))?;
+    let done = |file: &std::path::Path| read_part(&part_dir(out, &id_of(file))).is_ok();
+    let todo: Vec<&(PathBuf, String)> = mine.iter().copied().filter(|(f, _)| !done(f)).collect();
+    if todo.len() < mine.len() {
+        eprintln!("resuming: {} of {} files already imported", mine.len() - todo.len(), mine.len());
+    }
+    let pool = WorkerPool::new(worker.config()?, workers);
+    let bar = Progress::new("importing", todo.len());
+    let results = pool.map(
+        &todo,
+        |session, (file, rel)| {
+            let id = id_of(file);
+            let outcome = std::fs::read_to_string(file)
+                .map_err(|e| format!("cannot read the file: {e}"))
+                .and_then(|text| gerd::import::import_deepcad(&text, session).map_err(|e| e.to_string()))
+                .and_then(|imported| {
+                    let part = PartSource {
+                        id: id.clone(),
+                        source: "deepcad".into(),
+                        split: Split::Train,
+                        licence: "see the source's licence (DeepCAD data: MIT)".into(),
+                        provenance: format!("DeepCAD JSON {rel}; {}", imported.notes.join("; ")),
+                        program: imported.program,
+                        target_image: None,
+                    };
+                    write_part(session, &part, out, &RecordOptions::default()).map(|_| ()).map_err(|e| e.to_string())
+                });
+            Ok(outcome)
+        },
+        |r| bar.tick(!matches!(r, Ok(Ok(())))),
+    );
+    bar.finish();
+    let mut outcomes: std::collections::BTreeMap<&str, (String, Option<String>)> = mine
+        .iter()
+        .map(|(_, rel)| (rel.as_str(), ("imported".to_string(), Some("imported by an earlier run".to_string()))))
+        .collect();
+    for ((_, rel), result) in todo.iter().zip(results) {
+        let entry = match result.map_err(|e| e.to_string()).and_then(|r| r) {
+            Ok(()) => ("imported".to_string(), None),
+            Err(reason) => ("failed".to_string(), Some(reason)),
+        };
+        outcomes.insert(rel.as_str(), entry);
+    }
+    let mut report = String::new();
+    let mut by_reason: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut imported = 0;
+    for (file, rel) in &mine {
+        let (status, reason) = &outcomes[rel.as_str()];
+        if status == "imported" {
+            imported += 1;
+        } else if let Some(r) = reason {
+            *by_reason.entry(reason_class(r)).or_default() += 1;
+        }
+        let line = serde_json::json!({"file": rel, "id": id_of(file), "status": status, "reason": reason});
+        report.push_str(&format!("{line}\n"));
+    }
+    let report_path = crate::cli::shard::shard_file(&out.join("import-report.jsonl"), shard);
+    crate::cli::exec::write_atomic(&report_path, report.as_bytes())?;
+    if shard.is_none() {
+        write_index(out)?;
+    }
+    eprintln!(
+        "imported {imported} of {} files into {}; report in {}",
+        mine.len(),
+        out.display(),
+        report_path.display()
+    );
+    let mut classes: Vec<(String, usize)> = by_reason.into_iter().collect();
+    classes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    for (class, n) in &classes {
+        eprintln!("{n:>6}  {class}");
+    }
+    if let Some(s) = shard {
+        eprintln!("{}: when every shard is done: vision2cad merge {} --out {}", s.name(), out.display(), out.display());
+    }
+    Ok(if imported > 0 || mine.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

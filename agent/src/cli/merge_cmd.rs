@@ -4,7 +4,8 @@
 //! - runs (`run --shard-*`): a run's `--out` holding `shard-I-of-N/` folders, or those
 //!   folders themselves, or a sweep's `--out` holding one such run per configuration;
 //! - evaluation reports (`eval --json R.json --shard-*` writes `R.shard-I-of-N.json`);
-//! - GERD datasets (`gerd generate --shard-*`): the index is written once every shard is in;
+//! - GERD datasets (`gerd generate --shard-*`, `gerd import deepcad --shard-*`): the index
+//!   (and the import report) is written once every shard is in;
 //! - exports (`gerd export --shard-*` writes `OUT.shard-I-of-N.jsonl`).
 
 use std::collections::BTreeMap;
@@ -359,6 +360,29 @@ fn merge_datasets(inputs: &[PathBuf], out: &Path) -> Result<ExitCode> {
                 copy_into_place(&dir, &to)?;
             }
         }
+    }
+    // The reports of `gerd import deepcad` shards, one line per file, by file.
+    let reports: Vec<PathBuf> = inputs
+        .iter()
+        .flat_map(|i| std::fs::read_dir(i).into_iter().flatten().flatten().map(|e| e.path()))
+        .filter(|p| {
+            let name = p.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
+            name.starts_with("import-report.") && shard_in_name(p).is_some()
+        })
+        .collect();
+    if !reports.is_empty() {
+        shards_of_files(&reports)?;
+        let mut lines: Vec<Value> = Vec::new();
+        for r in &reports {
+            for line in read(r)?.lines().filter(|l| !l.trim().is_empty()) {
+                lines.push(
+                    serde_json::from_str(line).with_context(|| format!("{} is not an import report", r.display()))?,
+                );
+            }
+        }
+        lines.sort_by(|a, b| a["file"].as_str().cmp(&b["file"].as_str()));
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        write_atomic(&out.join("import-report.jsonl"), text.as_bytes())?;
     }
     let entries = gerd::record::write_index(out)?;
     eprintln!("{} parts in {}; index.jsonl written", entries.len(), out.display());
