@@ -431,3 +431,29 @@ fn a_folder_of_deepcad_files_imports_in_parallel_with_a_report_and_resumes() {
     assert!(again.status.success(), "{stderr}");
     assert!(stderr.contains("resuming: 2 of 2 files already imported"), "{stderr}");
 }
+
+#[test]
+fn deepcad_records_that_add_no_geometry_are_skipped_with_a_note() {
+    let mut session = common::session();
+    let square = [[0.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.0, 2.0]];
+    let plate = sketch(
+        [0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.0, 0.0, 1.0],
+        serde_json::json!({"p1": {"loops": [{"is_outer": true, "profile_curves": polygon(&square, "a")}]}}),
+    );
+    let json = deepcad(&[
+        // An extrusion before any sketch, then a real plate, then one of depth zero.
+        ("e0", extrude("OneSideFeatureExtentType", 1.0, 0.0, "NewBodyFeatureOperation", &[])),
+        ("s1", plate),
+        ("e1", extrude("OneSideFeatureExtentType", 1.0, 0.0, "NewBodyFeatureOperation", &[("s1", "p1")])),
+        ("e2", extrude("OneSideFeatureExtentType", 0.0, 0.0, "JoinFeatureOperation", &[("s1", "p1")])),
+    ]);
+    session.reset().expect("reset");
+    let imported = import_deepcad(&json, &mut session).unwrap_or_else(|e| panic!("{e}"));
+    assert_model(&mut session, 4.0, [0.0; 3], [2.0, 2.0, 1.0]);
+    let notes = imported.notes.join("\n");
+    assert!(notes.contains("extrusion e0 skipped: it comes before any sketch"), "{notes}");
+    assert!(notes.contains("extrusion e2 skipped: its depth is zero"), "{notes}");
+}

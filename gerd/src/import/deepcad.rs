@@ -172,7 +172,11 @@ pub fn import_deepcad(json: &str, session: &mut Session) -> Result<Imported, Imp
             "ExtrudeFeature" => {
                 let e: ExtrudeEntity = serde_json::from_value(entity.clone())
                     .map_err(|err| json_error(format!("extrusion {}: {err}", step.entity)))?;
-                features.push(extrusion(&step.entity, &e, &sketches, last_sketch, &mut notes, features.is_empty())?);
+                // Real files hold extrusions that add nothing (no sketch yet, no profiles, zero
+                // depth, empty loops): they are skipped with a note, not a reason to refuse.
+                if let Some(f) = extrusion(&step.entity, &e, &sketches, last_sketch, &mut notes, features.is_empty())? {
+                    features.push(f);
+                }
             }
             other => return Err(unsupported(format!("feature type {other}"), &step.entity)),
         }
@@ -187,7 +191,11 @@ fn extrusion(
     last_sketch: Option<&str>,
     notes: &mut Vec<String>,
     first: bool,
-) -> Result<Feature, ImportError> {
+) -> Result<Option<Feature>, ImportError> {
+    let skip = |notes: &mut Vec<String>, why: &str| {
+        notes.push(format!("extrusion {id} skipped: {why} (it adds no geometry)"));
+        Ok(None)
+    };
     if let Some(start) = &e.start_extent
         && start.get("type").and_then(|t| t.as_str()).is_some_and(|t| t != "ProfilePlaneStartDefinition")
     {
@@ -217,10 +225,13 @@ fn extrusion(
         }
         other => return Err(unsupported(format!("extent type {other}"), id)),
     };
+    if (span.forward + span.backward).abs() <= 1e-12 {
+        return skip(notes, "its depth is zero");
+    }
     // Which profiles: the references, or, where the file lists none (SeekCAD's export), every
     // profile of the sketch just before the extrusion.
     let refs: Vec<(String, String)> = if e.profiles.is_empty() {
-        let Some(sketch) = last_sketch else { return Err(unsupported("an extrusion before any sketch", id)) };
+        let Some(sketch) = last_sketch else { return skip(notes, "it comes before any sketch") };
         let (_, s) = &sketches[sketch];
         let mut names: Vec<&String> = s.profiles.keys().collect();
         names.sort();
@@ -255,7 +266,10 @@ fn extrusion(
             loops.push((l.is_outer, out));
         }
     }
-    let Some(plane) = plane else { return Err(unsupported("an extrusion without profiles", id)) };
+    let Some(plane) = plane else { return skip(notes, "it has no profiles") };
+    if loops.iter().all(|(_, l)| l.is_empty()) {
+        return skip(notes, "its profiles have no curves");
+    }
     // Adjacent profiles of one sketch share boundary curves; extruded together, the shared
     // curves are interior and must not reach the sketch (they would split the face).
     let shared = |c: &Curve, key: &Option<String>| {
@@ -278,6 +292,9 @@ fn extrusion(
             kept.push(out);
         }
     }
+    if kept.is_empty() {
+        return skip(notes, "no curve of its profiles is left to sketch");
+    }
     if dropped > 0 {
         notes.push(format!("extrusion {id}: dropped {dropped} curves shared by the profiles it joins"));
     }
@@ -292,7 +309,7 @@ fn extrusion(
             })
             .sum::<f64>()
     });
-    Ok(Feature { plane, loops: kept, span, mode, label: format!("extrusion {id}"), expected_area })
+    Ok(Some(Feature { plane, loops: kept, span, mode, label: format!("extrusion {id}"), expected_area }))
 }
 
 /// The curve in global coordinates, with its DeepCAD curve id.
