@@ -457,3 +457,33 @@ fn deepcad_records_that_add_no_geometry_are_skipped_with_a_note() {
     assert!(notes.contains("extrusion e0 skipped: it comes before any sketch"), "{notes}");
     assert!(notes.contains("extrusion e2 skipped: its depth is zero"), "{notes}");
 }
+
+#[test]
+fn deepcad_files_in_metres_import_in_millimetres_and_say_so() {
+    let mut session = common::session();
+    // A 2 mm x 3 mm plate, 0.5 mm thick, written in metres as DeepCAD's raw files are.
+    let square = [[0.0, 0.0], [0.002, 0.0], [0.002, 0.003], [0.0, 0.003]];
+    let json = deepcad(&[
+        (
+            "s1",
+            sketch(
+                [0.0, 0.0, 0.001],
+                [1.0, 0.0, 0.0],
+                [0.0, 1.0, 0.0],
+                [0.0, 0.0, 1.0],
+                serde_json::json!({"p1": {"loops": [{"is_outer": true, "profile_curves": polygon(&square, "a")}]}}),
+            ),
+        ),
+        ("e1", extrude("OneSideFeatureExtentType", 0.0005, 0.0, "NewBodyFeatureOperation", &[("s1", "p1")])),
+    ]);
+    session.reset().expect("reset");
+    let imported = import_deepcad(&json, &mut session).unwrap_or_else(|e| panic!("{e}"));
+    assert_model(&mut session, 3.0, [0.0, 0.0, 1.0], [2.0, 3.0, 1.5]);
+    assert!(imported.notes.iter().any(|n| n.contains("x1000")), "{:?}", imported.notes);
+    // Told the unit, the same numbers are millimetres.
+    session.reset().expect("reset");
+    gerd::import::import_deepcad_in(&json, &mut session, gerd::import::Units::Millimetres)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let volume = session.state().volume;
+    assert!(volume > 0.0 && volume < 1e-8, "a part a thousand times smaller: volume {volume}");
+}

@@ -141,6 +141,10 @@ pub enum ImportSource {
         out: PathBuf,
         #[arg(long, default_value_t = 0)]
         workers: usize,
+        /// The files' length unit: `auto` (metres when every length is below 1, as in
+        /// DeepCAD's raw files; else millimetres), `m` or `mm`. Parts are in millimetres.
+        #[arg(long, default_value = "auto", value_parser = ["auto", "m", "mm"])]
+        units: String,
         #[command(flatten)]
         shard: ShardArgs,
         #[command(flatten)]
@@ -384,8 +388,13 @@ fn import(args: &ImportArgs) -> Result<ExitCode> {
             }
             Ok(if failures.len() < rows.len() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
-        ImportSource::Deepcad { path, out, workers, shard, worker } => {
-            import_deepcad_files(path, out, *workers, shard.resolve()?, worker)
+        ImportSource::Deepcad { path, out, workers, units, shard, worker } => {
+            let units = match units.as_str() {
+                "m" => gerd::import::Units::Metres,
+                "mm" => gerd::import::Units::Millimetres,
+                _ => gerd::import::Units::Auto,
+            };
+            import_deepcad_files(path, out, *workers, units, shard.resolve()?, worker)
         }
     }
 }
@@ -732,6 +741,7 @@ fn import_deepcad_files(
     path: &std::path::Path,
     out: &std::path::Path,
     workers: usize,
+    units: gerd::import::Units,
     shard: Option<crate::cli::shard::Shard>,
     worker: &WorkerArgs,
 ) -> Result<ExitCode> {
@@ -761,7 +771,7 @@ fn import_deepcad_files(
             let id = id_of(file);
             let outcome = std::fs::read_to_string(file)
                 .map_err(|e| format!("cannot read the file: {e}"))
-                .and_then(|text| gerd::import::import_deepcad(&text, session).map_err(|e| e.to_string()))
+                .and_then(|text| gerd::import::import_deepcad_in(&text, session, units).map_err(|e| e.to_string()))
                 .and_then(|imported| {
                     let part = PartSource {
                         id: id.clone(),

@@ -135,11 +135,42 @@ fn unsupported(construct: impl Into<String>, entity: &str) -> ImportError {
     ImportError::DeepCadUnsupported { construct: construct.into(), entity: entity.to_string() }
 }
 
+/// The unit of a DeepCAD file's lengths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Units {
+    /// Metres when every length is below 1 (DeepCAD's raw files, from Onshape in SI units),
+    /// else millimetres (exports such as SeekCAD's).
+    Auto,
+    Metres,
+    Millimetres,
+}
+
 /// Import a DeepCAD JSON model: build it in `session` (which should hold an empty document)
-/// and return the program in the command language.
+/// and return the program in the command language. Lengths in millimetres, the unit told
+/// by [`Units::Auto`].
 pub fn import_deepcad(json: &str, session: &mut Session) -> Result<Imported, ImportError> {
-    let doc: Document = serde_json::from_str(json).map_err(json_error)?;
+    import_deepcad_in(json, session, Units::Auto)
+}
+
+/// [`import_deepcad`] with the file's unit given. The program is in millimetres (FreeCAD's
+/// unit); the scale is in the notes, so the source's values stay recoverable.
+pub fn import_deepcad_in(json: &str, session: &mut Session, units: Units) -> Result<Imported, ImportError> {
+    let mut value: serde_json::Value = serde_json::from_str(json).map_err(json_error)?;
     let mut notes = Vec::new();
+    let metres = match units {
+        Units::Metres => true,
+        Units::Millimetres => false,
+        Units::Auto => {
+            let mut largest: f64 = 0.0;
+            visit_lengths(&mut value, &mut |x| largest = largest.max(x.abs()));
+            largest > 0.0 && largest < 1.0
+        }
+    };
+    if metres {
+        visit_lengths(&mut value, &mut |x| *x *= 1000.0);
+        notes.push("lengths x1000: the source is in metres, the program in millimetres (divide by 1000 for the source's values)".into());
+    }
+    let doc: Document = serde_json::from_value(value).map_err(json_error)?;
     let mut sketches: HashMap<&str, (Frame3, SketchEntity)> = HashMap::new();
     let mut last_sketch: Option<&str> = None;
     let mut features = Vec::new();
@@ -380,5 +411,43 @@ mod tests {
     fn malformed_json_is_named() {
         let err = serde_json::from_str::<Document>("{\"entities\": {}}").map_err(json_error).expect_err("no sequence");
         assert!(err.to_string().contains("sequence"), "{err}");
+    }
+}
+
+/// Every length of a DeepCAD document: sketch origins, curve points, radii, extent distances.
+fn visit_lengths(value: &mut serde_json::Value, f: &mut impl FnMut(&mut f64)) {
+    use serde_json::Value;
+    let Value::Object(map) = value else {
+        if let Value::Array(items) = value {
+            items.iter_mut().for_each(|v| visit_lengths(v, f));
+        }
+        return;
+    };
+    for (key, v) in map.iter_mut() {
+        match key.as_str() {
+            "origin" | "start_point" | "end_point" | "center_point" | "mid_point" => {
+                for axis in ["x", "y", "z"] {
+                    if let Some(n) = v.get_mut(axis) {
+                        scale_number(n, f);
+                    }
+                }
+            }
+            "radius" => scale_number(v, f),
+            "distance" => {
+                if let Some(n) = v.get_mut("value") {
+                    scale_number(n, f);
+                }
+            }
+            _ => visit_lengths(v, f),
+        }
+    }
+}
+
+fn scale_number(n: &mut serde_json::Value, f: &mut impl FnMut(&mut f64)) {
+    if let Some(mut x) = n.as_f64() {
+        f(&mut x);
+        if let Some(number) = serde_json::Number::from_f64(x) {
+            *n = serde_json::Value::Number(number);
+        }
     }
 }

@@ -43,7 +43,7 @@ use freecad_bridge::state::{FaceKind, Frame};
 use freecad_bridge::{BridgeError, Program, Session};
 
 pub use cadquery::{CqError, Expr, Stmt, import_cadquery, parse_cadquery};
-pub use deepcad::import_deepcad;
+pub use deepcad::{Units, import_deepcad, import_deepcad_in};
 
 /// A program in the command language, with what the importer noticed on the way.
 #[derive(Debug, Clone, PartialEq)]
