@@ -392,28 +392,6 @@ fn same_curve(a: &Curve, b: &Curve) -> bool {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_sweep_chooses_between_the_two_arcs() {
-        let p = |x, y| P { x, y, z: 0.0 };
-        // Quarter arc from (1,0) to (0,1) counter-clockwise: midpoint at 45 degrees.
-        let m = arc_mid(p(1.0, 0.0), p(0.0, 1.0), p(0.0, 0.0), 1.0, std::f64::consts::FRAC_PI_2).expect("arc");
-        assert!((m[0] - m[1]).abs() < 1e-12 && m[0] > 0.0);
-        // The same end points with a three-quarter sweep: the other way round.
-        let m = arc_mid(p(1.0, 0.0), p(0.0, 1.0), p(0.0, 0.0), 1.0, 1.5 * std::f64::consts::PI).expect("arc");
-        assert!((m[0] - m[1]).abs() < 1e-12 && m[0] < 0.0);
-    }
-
-    #[test]
-    fn malformed_json_is_named() {
-        let err = serde_json::from_str::<Document>("{\"entities\": {}}").map_err(json_error).expect_err("no sequence");
-        assert!(err.to_string().contains("sequence"), "{err}");
-    }
-}
-
 /// Every length of a DeepCAD document: sketch origins, curve points, radii, extent distances.
 fn visit_lengths(value: &mut serde_json::Value, f: &mut impl FnMut(&mut f64)) {
     use serde_json::Value;
@@ -449,5 +427,27 @@ fn scale_number(n: &mut serde_json::Value, f: &mut impl FnMut(&mut f64)) {
         if let Some(number) = serde_json::Number::from_f64(x) {
             *n = serde_json::Value::Number(number);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sweep_chooses_between_the_two_arcs() {
+        let p = |x, y| P { x, y, z: 0.0 };
+        // Quarter arc from (1,0) to (0,1) counter-clockwise: midpoint at 45 degrees.
+        let m = arc_mid(p(1.0, 0.0), p(0.0, 1.0), p(0.0, 0.0), 1.0, std::f64::consts::FRAC_PI_2).expect("arc");
+        assert!((m[0] - m[1]).abs() < 1e-12 && m[0] > 0.0);
+        // The same end points with a three-quarter sweep: the other way round.
+        let m = arc_mid(p(1.0, 0.0), p(0.0, 1.0), p(0.0, 0.0), 1.0, 1.5 * std::f64::consts::PI).expect("arc");
+        assert!((m[0] - m[1]).abs() < 1e-12 && m[0] < 0.0);
+    }
+
+    #[test]
+    fn malformed_json_is_named() {
+        let err = serde_json::from_str::<Document>("{\"entities\": {}}").map_err(json_error).expect_err("no sequence");
+        assert!(err.to_string().contains("sequence"), "{err}");
     }
 }
