@@ -489,3 +489,37 @@ fn deepcad_files_in_metres_import_in_millimetres_and_say_so() {
     let volume = session.state().volume;
     assert!(volume < 1e-8, "a part a thousand times smaller: volume {volume}");
 }
+
+#[test]
+fn deepcad_nesting_is_read_from_the_geometry_not_the_flags() {
+    let mut session = common::session();
+    // A 4 x 4 plate whose edges are listed in mixed directions, and a hole of radius 1 that
+    // the file flags as an outer loop too.
+    let edges = vec![
+        line([0.0, 0.0], [4.0, 0.0], "a0"),
+        line([4.0, 4.0], [4.0, 0.0], "a1"),
+        line([4.0, 4.0], [0.0, 4.0], "a2"),
+        line([0.0, 0.0], [0.0, 4.0], "a3"),
+    ];
+    let hole =
+        serde_json::json!({"type": "Circle3D", "center_point": point([2.0, 2.0, 0.0]), "radius": 1.0, "curve": "c"});
+    let json = deepcad(&[
+        (
+            "s1",
+            sketch(
+                [0.0; 3],
+                [1.0, 0.0, 0.0],
+                [0.0, 1.0, 0.0],
+                [0.0, 0.0, 1.0],
+                serde_json::json!({"p1": {"loops": [
+                    {"is_outer": true, "profile_curves": edges},
+                    {"is_outer": true, "profile_curves": [hole]}]}}),
+            ),
+        ),
+        ("e1", extrude("OneSideFeatureExtentType", 1.0, 0.0, "NewBodyFeatureOperation", &[("s1", "p1")])),
+    ]);
+    session.reset().expect("reset");
+    let imported = import_deepcad(&json, &mut session).unwrap_or_else(|e| panic!("{e}"));
+    assert_model(&mut session, 16.0 - PI, [0.0; 3], [4.0, 4.0, 1.0]);
+    assert!(imported.notes.iter().any(|n| n.contains("nesting decided geometrically")), "{:?}", imported.notes);
+}

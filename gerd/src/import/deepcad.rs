@@ -329,16 +329,30 @@ fn extrusion(
     if dropped > 0 {
         notes.push(format!("extrusion {id}: dropped {dropped} curves shared by the profiles it joins"));
     }
-    // Outer loops bound material, inner ones holes; shared curves cancel only in the union.
+    // A loop inside an even number of others bounds material, inside an odd number it is a
+    // hole: decided from the geometry, as the kernel does, because the files' `is_outer`
+    // flags are not reliable (a rectangle and a circle both flagged outer is a plate with a
+    // hole). Shared curves cancel only in the union, so no check then.
     let expected_area = (dropped == 0).then(|| {
-        loops
-            .iter()
-            .map(|(outer, l)| {
-                let curves: Vec<Curve> = l.iter().map(|(_, c)| *c).collect();
-                let a = super::loop_area(&curves, &plane).abs();
-                if *outer { a } else { -a }
-            })
-            .sum::<f64>()
+        let chains: Vec<Vec<Curve>> =
+            loops.iter().map(|(_, l)| chained(&l.iter().map(|(_, c)| *c).collect::<Vec<_>>())).collect();
+        let polygons: Vec<Vec<[f64; 2]>> = chains.iter().map(|c| polygon(c, &plane)).collect();
+        let mut disagree = false;
+        let mut area = 0.0;
+        for (i, chain) in chains.iter().enumerate() {
+            let Some(probe) = probe_point(chain, &plane) else { continue };
+            let depth = (0..polygons.len()).filter(|&j| j != i && inside(probe, &polygons[j])).count();
+            let outer = depth % 2 == 0;
+            disagree |= outer != loops[i].0;
+            let a = super::loop_area(chain, &plane).abs();
+            area += if outer { a } else { -a };
+        }
+        if disagree {
+            notes.push(format!(
+                "extrusion {id}: the loops' is_outer flags disagree with their nesting; nesting decided geometrically"
+            ));
+        }
+        area
     });
     Ok(Some(Feature { plane, loops: kept, span, mode, label: format!("extrusion {id}"), expected_area }))
 }
@@ -390,6 +404,94 @@ fn same_curve(a: &Curve, b: &Curve) -> bool {
         }
         _ => false,
     }
+}
+
+/// A loop's curves in chain order, each running from the previous one's end (DeepCAD lists
+/// them in any direction, and a shoelace sum over mixed directions cancels).
+fn chained(curves: &[Curve]) -> Vec<Curve> {
+    let ends = |c: &Curve| match *c {
+        Curve::Line(a, b) | Curve::Arc(a, _, b) => Some((a, b)),
+        Curve::Circle { .. } => None,
+    };
+    let reversed = |c: &Curve| match *c {
+        Curve::Line(a, b) => Curve::Line(b, a),
+        Curve::Arc(a, m, b) => Curve::Arc(b, m, a),
+        circle => circle,
+    };
+    if curves.len() < 2 || curves.iter().any(|c| ends(c).is_none()) {
+        return curves.to_vec();
+    }
+    let size = curves.iter().filter_map(ends).map(|(a, b)| norm(sub(a, b))).fold(0.0, f64::max);
+    let tolerance = 1e-6 * size.max(1e-12);
+    let mut rest: Vec<Curve> = curves[1..].to_vec();
+    let mut chain = vec![curves[0]];
+    while !rest.is_empty() {
+        let Some((_, end)) = chain.last().and_then(ends) else { break };
+        let next = rest.iter().position(|c| {
+            ends(c).is_some_and(|(a, b)| norm(sub(a, end)) <= tolerance || norm(sub(b, end)) <= tolerance)
+        });
+        let Some(k) = next else { return curves.to_vec() };
+        let c = rest.remove(k);
+        let starts_here = ends(&c).is_some_and(|(a, _)| norm(sub(a, end)) <= tolerance);
+        chain.push(if starts_here { c } else { reversed(&c) });
+    }
+    chain
+}
+
+/// The loop as a polygon in plane coordinates (arcs and circles sampled), for nesting.
+fn polygon(chain: &[Curve], plane: &Frame3) -> Vec<[f64; 2]> {
+    let mut points = Vec::new();
+    for c in chain {
+        match *c {
+            Curve::Line(a, _) => points.push(plane.to_local(a)),
+            Curve::Arc(a, m, b) => {
+                let (a, m, b) = (plane.to_local(a), plane.to_local(m), plane.to_local(b));
+                match super::circumcircle(a, m, b) {
+                    Some((center, r)) => {
+                        let (start, sweep) = super::arc_angles(a, m, b, center);
+                        for k in 0..16 {
+                            let t = start + sweep * k as f64 / 16.0;
+                            points.push([center[0] + r * t.cos(), center[1] + r * t.sin()]);
+                        }
+                    }
+                    None => points.push(a),
+                }
+            }
+            Curve::Circle { center, radius } => {
+                let c = plane.to_local(center);
+                for k in 0..64 {
+                    let t = TAU * k as f64 / 64.0;
+                    points.push([c[0] + radius * t.cos(), c[1] + radius * t.sin()]);
+                }
+            }
+        }
+    }
+    points
+}
+
+/// A point on the loop away from its corners (the middle of its first curve), to test which
+/// other loops hold it.
+fn probe_point(chain: &[Curve], plane: &Frame3) -> Option<[f64; 2]> {
+    Some(match *chain.first()? {
+        Curve::Line(a, b) => plane.to_local(std::array::from_fn(|i| (a[i] + b[i]) / 2.0)),
+        Curve::Arc(_, m, _) => plane.to_local(m),
+        Curve::Circle { center, radius } => {
+            let c = plane.to_local(center);
+            [c[0] + radius, c[1]]
+        }
+    })
+}
+
+/// Whether `p` is inside the polygon (even-odd rule).
+fn inside(p: [f64; 2], polygon: &[[f64; 2]]) -> bool {
+    let mut odd = false;
+    for i in 0..polygon.len() {
+        let (a, b) = (polygon[i], polygon[(i + 1) % polygon.len()]);
+        if (a[1] > p[1]) != (b[1] > p[1]) && p[0] < a[0] + (p[1] - a[1]) * (b[0] - a[0]) / (b[1] - a[1]) {
+            odd = !odd;
+        }
+    }
+    odd
 }
 
 /// Every length of a DeepCAD document: sketch origins, curve points, radii, extent distances.
