@@ -360,11 +360,12 @@ fn import(args: &ImportArgs) -> Result<ExitCode> {
                                 source: "cadcoder-test100".into(),
                                 split: Split::Test,
                                 licence: "Apache-2.0 (CAD-Coder, anniedoris/CAD-Coder inference/)".into(),
+                                // Names, not this machine's paths: a dataset moves.
                                 provenance: format!(
-                                    "{} row {}; ground-truth STEP {}; {}",
-                                    jsonl.display(),
+                                    "{} row {}; ground-truth STEP {}/{id}.step; {}",
+                                    file_name(jsonl),
                                     row.image,
-                                    steps.join(format!("{id}.step")).display(),
+                                    file_name(steps),
                                     imported.notes.join("; ")
                                 ),
                                 program: imported.program,
@@ -833,4 +834,8 @@ fn import_deepcad_files(
         eprintln!("{}: when every shard is done: vision2cad merge {} --out {}", s.name(), out.display(), out.display());
     }
     Ok(if imported > 0 || mine.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn file_name(path: &std::path::Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
