@@ -719,22 +719,41 @@ fn deepcad_files(path: &std::path::Path) -> Result<Vec<(PathBuf, String)>> {
     Ok(files)
 }
 
-/// A failure reason with its numbers and IDs blanked, to group the report's failures.
+/// A failure reason with its numbers and IDs blanked (any word holding a digit), to group
+/// the report's failures.
 fn reason_class(reason: &str) -> String {
     let mut class = String::new();
-    let mut in_token = false;
-    for c in reason.chars() {
-        if c.is_ascii_digit() || (in_token && (c == '.' || c == 'e' || c == '-')) {
-            if !in_token {
-                class.push('#');
-                in_token = true;
-            }
+    let mut word = String::new();
+    let flush = |word: &mut String, class: &mut String| {
+        if word.chars().any(|c| c.is_ascii_digit()) {
+            class.push('#');
         } else {
-            in_token = false;
+            class.push_str(word);
+        }
+        word.clear();
+    };
+    for c in reason.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut class);
             class.push(c);
         }
     }
+    flush(&mut word, &mut class);
     class.chars().take(120).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reasons_group_without_their_numbers_and_ids() {
+        assert_eq!(
+            super::reason_class("extrusion 99c50ec2-b57e: the part is several separate solids"),
+            "extrusion #: the part is several separate solids"
+        );
+        assert_eq!(super::reason_class("command 5 (extrude) failed at S3: x"), "command # (extrude) failed at #: x");
+    }
 }
 
 /// `gerd import deepcad PATH`: every file, in parallel, resumable, with a report.
