@@ -158,22 +158,7 @@ fn scripts_that_reach_outside_run_too_long_or_look_for_the_key_get_nothing() {
 #[test]
 fn a_run_puts_the_baseline_in_the_table_and_the_oracle_cannot_write_code() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let data = dir.path().join("gerd");
-    let g = vision2cad(&[
-        "gerd",
-        "generate",
-        "--count",
-        "2",
-        "--seed",
-        "2",
-        "--split",
-        "0,0,2",
-        "--view-size",
-        "160",
-        "--out",
-        data.to_str().expect("utf-8"),
-    ]);
-    assert!(g.status.success(), "{}", String::from_utf8_lossy(&g.stderr));
+    let data = common::generated_test_split(dir.path(), 2, 2);
     let run_dir = dir.path().join("run");
     let oracle = vision2cad(&[
         "run",

@@ -162,22 +162,7 @@ fn references_are_confused_with_the_nearest_entity_and_the_run_says_so() {
 #[test]
 fn a_sweep_over_a_rate_writes_curves_with_their_sample_counts() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let data = dir.path().join("gerd");
-    let g = vision2cad(&[
-        "gerd",
-        "generate",
-        "--count",
-        "2",
-        "--seed",
-        "2",
-        "--split",
-        "0,0,2",
-        "--view-size",
-        "160",
-        "--out",
-        data.to_str().expect("utf-8"),
-    ]);
-    assert!(g.status.success(), "{}", String::from_utf8_lossy(&g.stderr));
+    let data = common::generated_test_split(dir.path(), 2, 2);
     let run = dir.path().join("run");
     let r = vision2cad(&[
         "run",

@@ -69,3 +69,16 @@ pub fn trace(out: &Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).expect("trace lines are JSON"))
         .collect()
 }
+
+/// A generated GERD dataset of `count` test parts (seed `seed`, small views) in `dir/gerd`.
+pub fn generated_test_split(dir: &Path, count: usize, seed: u64) -> PathBuf {
+    let data = dir.join("gerd");
+    let out = std::process::Command::new(binary())
+        .args(["gerd", "generate", "--count", &count.to_string(), "--seed", &seed.to_string()])
+        .args(["--split", &format!("0,0,{count}"), "--view-size", "160", "--out"])
+        .arg(&data)
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "gerd generate: {}", String::from_utf8_lossy(&out.stderr));
+    data
+}
