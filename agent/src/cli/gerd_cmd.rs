@@ -744,18 +744,6 @@ fn reason_class(reason: &str) -> String {
     class.chars().take(120).collect()
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn reasons_group_without_their_numbers_and_ids() {
-        assert_eq!(
-            super::reason_class("extrusion 99c50ec2-b57e: the part is several separate solids"),
-            "extrusion #: the part is several separate solids"
-        );
-        assert_eq!(super::reason_class("command 5 (extrude) failed at S3: x"), "command # (extrude) failed at #: x");
-    }
-}
-
 /// `gerd import deepcad PATH`: every file, in parallel, resumable, with a report.
 fn import_deepcad_files(
     path: &std::path::Path,
@@ -857,4 +845,16 @@ fn import_deepcad_files(
 
 fn file_name(path: &std::path::Path) -> String {
     path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reasons_group_without_their_numbers_and_ids() {
+        assert_eq!(
+            super::reason_class("extrusion 99c50ec2-b57e: the part is several separate solids"),
+            "extrusion #: the part is several separate solids"
+        );
+        assert_eq!(super::reason_class("command 5 (extrude) failed at S3: x"), "command # (extrude) failed at #: x");
+    }
 }
