@@ -75,6 +75,13 @@ pub fn direct_code(
         move |source| LoopError::Io { path, source }
     };
     std::fs::create_dir_all(out).map_err(io(out))?;
+    // A model left by an earlier run in this folder must not pass for this run's.
+    for stale in ["model.FCStd", "model.step"] {
+        let path = out.join(stale);
+        if path.exists() {
+            std::fs::remove_file(&path).map_err(io(&path))?;
+        }
+    }
     let target = image::open(image)
         .map_err(|e| LoopError::Image { path: image.display().to_string(), reason: e.to_string() })?;
     let target_png = out.join("target.png");

@@ -50,9 +50,13 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), LoopError>
 }
 
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LoopError> {
-    let tmp = path.with_extension("partial");
-    std::fs::write(&tmp, bytes).map_err(|e| io_error(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| io_error(path, e))
+    use std::io::Write as _;
+    // A temporary name of its own: shards on shared storage may write the same file at once.
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new().prefix(".partial-").tempfile_in(dir).map_err(|e| io_error(dir, e))?;
+    tmp.write_all(bytes).map_err(|e| io_error(tmp.path(), e))?;
+    tmp.persist(path).map_err(|e| io_error(path, e.error))?;
+    Ok(())
 }
 
 /// `model.FCStd`, `model.step` (when there is a solid) and `state.json`, each written under

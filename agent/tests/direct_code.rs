@@ -141,6 +141,18 @@ fn scripts_that_reach_outside_run_too_long_or_look_for_the_key_get_nothing() {
     let failure = outcome["failure"].as_str().expect("failure");
     assert!(failure.contains("CPU limit") || failure.contains("past its limit"), "{failure}");
 
+    // A script that saves a document and then fails leaves no model to be scored, and it
+    // never sees the caller's folder (the target image is there, not in its own).
+    let saver = server(
+        "import os\nprint('SEES=' + ','.join(sorted(os.listdir('.'))))\nresult = Part.makeBox(1, 1, 1)\ndoc.saveAs('model.FCStd')\nraise RuntimeError('late failure')\n",
+    );
+    let out = dir.path().join("saver");
+    let (output, outcome) = baseline(&saver, &out, &[]);
+    assert!(!output.status.success());
+    assert!(outcome["failure"].as_str().expect("failure").contains("late failure"), "{outcome}");
+    assert!(!out.join("model.FCStd").exists() && !out.join("model.step").exists());
+    assert!(!outcome["script"]["output"].as_str().expect("output").contains("target.png"), "{outcome}");
+
     // The script's environment is clean: the key of the model server is not in it.
     let snoop = server(
         "import os\nprint('KEY=' + repr(os.environ.get('VISION2CAD_API_KEY')))\nresult = Part.makeBox(1, 2, 3)\n",

@@ -23,6 +23,7 @@
 
 use std::ffi::CString;
 use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 use std::time::{Duration, Instant};
@@ -95,14 +96,19 @@ pub fn run_script(
 ) -> Result<CodeboxOutcome, CodeboxError> {
     std::fs::create_dir_all(out_dir)
         .map_err(|e| CodeboxError::Spawn(format!("cannot create {}: {e}", out_dir.display())))?;
-    let out_dir = out_dir.canonicalize().map_err(|e| CodeboxError::Spawn(format!("{}: {e}", out_dir.display())))?;
+    // The script works in a private folder: it never sees (or writes) the caller's folder,
+    // whatever that holds. Only the two model files come back, and only when they are
+    // plain files of a run that succeeded.
     let scratch = tempfile::Builder::new()
         .prefix("vision2cad-codebox-")
         .tempdir()
         .map_err(|e| CodeboxError::Spawn(format!("cannot create a scratch folder: {e}")))?;
+    let work = scratch.path().join("work");
+    std::fs::create_dir_all(&work)
+        .map_err(|e| CodeboxError::Spawn(format!("cannot create {}: {e}", work.display())))?;
     let request = ChildRequest {
         script: script.to_string(),
-        out_dir,
+        out_dir: work.clone(),
         scratch: scratch.path().to_path_buf(),
         read_roots: Vec::new(),
         cpu_seconds: limits.cpu_seconds,
@@ -122,7 +128,9 @@ pub fn run_script(
         .env("HOME", scratch.path())
         .env("TMPDIR", scratch.path())
         .env("XDG_CACHE_HOME", scratch.path())
-        .current_dir(&request.out_dir)
+        .current_dir(&work)
+        // Its own process group, so a stop reaches whatever it started.
+        .process_group(0)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -133,27 +141,23 @@ pub fn run_script(
         // A child that dies at once closes its end; the wait below reports it.
         let _ = stdin.write_all(&body);
     }
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
-    let out_reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(s) = stdout.as_mut() {
-            let _ = s.read_to_string(&mut text);
-        }
-        text
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(s) = stderr.as_mut() {
-            let _ = s.read_to_string(&mut text);
-        }
-        text
-    });
+    let out_reader = tail_reader(child.stdout.take());
+    let err_reader = tail_reader(child.stderr.take());
     let limit = Duration::from_secs_f64(limits.wall_seconds.max(1.0));
+    let group = rustix::process::Pid::from_raw(child.id() as i32);
+    let stop_group = || {
+        if let Some(pgid) = group {
+            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+        }
+    };
     let status = loop {
         match child.try_wait() {
-            Ok(Some(status)) => break status,
+            Ok(Some(status)) => {
+                stop_group();
+                break status;
+            }
             Ok(None) if started.elapsed() > limit => {
+                stop_group();
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(CodeboxError::TimedOut { seconds: limits.wall_seconds });
@@ -181,10 +185,41 @@ pub fn run_script(
     };
     let reply: Value = serde_json::from_str(line)
         .map_err(|e| CodeboxError::Crashed { status: format!("unreadable result ({e})"), tail: String::new() })?;
+    if reply["result"]["ok"] == true {
+        for name in ["model.FCStd", "model.step"] {
+            let from = work.join(name);
+            let plain = std::fs::symlink_metadata(&from).is_ok_and(|m| m.file_type().is_file());
+            if plain {
+                std::fs::copy(&from, out_dir.join(name))
+                    .map_err(|e| CodeboxError::Spawn(format!("cannot copy {name} out of the sandbox: {e}")))?;
+            }
+        }
+    }
     Ok(CodeboxOutcome {
         sandbox: reply["sandbox"].as_str().unwrap_or("unknown").to_string(),
         result: reply["result"].clone(),
         seconds,
+    })
+}
+
+/// Reads a pipe to its end on a thread, keeping only the last 256 KiB: a script that prints
+/// without end cannot fill the parent's memory.
+fn tail_reader(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+    const KEEP: usize = 256 * 1024;
+    std::thread::spawn(move || {
+        let Some(mut pipe) = pipe else { return String::new() };
+        let mut kept: Vec<u8> = Vec::new();
+        let mut buffer = [0u8; 8192];
+        while let Ok(n) = pipe.read(&mut buffer) {
+            if n == 0 {
+                break;
+            }
+            kept.extend_from_slice(&buffer[..n]);
+            if kept.len() > 2 * KEEP {
+                kept.drain(..kept.len() - KEEP);
+            }
+        }
+        String::from_utf8_lossy(&kept).into_owned()
     })
 }
 
@@ -194,6 +229,8 @@ pub fn codebox_main() -> Result<(), String> {
     use pyo3::prelude::*;
     use std::os::fd::AsFd;
 
+    // Dies with its parent: a `run` that stops a part stops its script too.
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     let mut text = String::new();
     std::io::stdin().read_to_string(&mut text).map_err(|e| format!("cannot read the request: {e}"))?;
     let request: ChildRequest = serde_json::from_str(&text).map_err(|e| format!("bad request: {e}"))?;
@@ -249,7 +286,11 @@ fn restrict(request: &ChildRequest) -> Result<String, String> {
             .map(Path::new)
             .chain(request.read_roots.iter().map(PathBuf::as_path))
             .collect();
-    let read_write = [request.out_dir.as_path(), request.scratch.as_path(), Path::new("/dev/null")];
+    // The work folder is inside the scratch folder. No links, pipes, sockets or devices may
+    // be made there: nothing the parent copies out can point elsewhere.
+    let read_write = [request.scratch.as_path(), Path::new("/dev/null")];
+    let make_special =
+        AccessFs::MakeSym | AccessFs::MakeFifo | AccessFs::MakeSock | AccessFs::MakeChar | AccessFs::MakeBlock;
     let status = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(abi))
@@ -257,7 +298,7 @@ fn restrict(request: &ChildRequest) -> Result<String, String> {
         .and_then(|r| r.scope(Scope::AbstractUnixSocket | Scope::Signal))
         .and_then(|r| r.create())
         .and_then(|r| r.add_rules(path_beneath_rules(read_only, AccessFs::from_read(abi))))
-        .and_then(|r| r.add_rules(path_beneath_rules(read_write, AccessFs::from_all(abi))))
+        .and_then(|r| r.add_rules(path_beneath_rules(read_write, AccessFs::from_all(abi) & !make_special)))
         .and_then(|r| r.restrict_self())
         .map_err(|e| e.to_string())?;
     match status.ruleset {

@@ -62,12 +62,16 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
     }
     let sweep = sweep_folders(&args.inputs)?;
     if !sweep.is_empty() {
+        let (order, vary) = sweep_file(&args.inputs)?;
         let mut rows = Vec::new();
-        for (name, runs) in order_configs(&args.inputs, sweep)? {
+        for (name, runs) in order_configs(order, sweep)? {
             let results = merge_runs(&runs, &args.out.join(&name))?;
             rows.push((name, results));
         }
         run_cmd::write_sweep(&args.out, &rows)?;
+        if let Some(key) = vary {
+            crate::cli::curves::write_curves(&args.out, &key, &rows)?;
+        }
         return Ok(ExitCode::SUCCESS);
     }
     if args.inputs.iter().all(|d| d.join(gerd::record::PARTS_DIR).is_dir()) {
@@ -83,11 +87,9 @@ fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
-/// The run folders at `dir`: itself when it is a run, else its `shard-I-of-N` folders.
+/// The run folders at `dir`: its `shard-I-of-N` folders, else itself when it is a run (a
+/// folder merged before holds both: the shards are the source).
 fn run_folders(dir: &Path) -> Vec<PathBuf> {
-    if dir.join("run.json").is_file() {
-        return vec![dir.to_path_buf()];
-    }
     let mut shards: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -98,6 +100,9 @@ fn run_folders(dir: &Path) -> Vec<PathBuf> {
         })
         .collect();
     shards.sort();
+    if shards.is_empty() && dir.join("run.json").is_file() {
+        return vec![dir.to_path_buf()];
+    }
     shards
 }
 
@@ -115,19 +120,21 @@ fn sweep_folders(inputs: &[PathBuf]) -> Result<BTreeMap<String, Vec<PathBuf>>> {
     Ok(configs)
 }
 
+/// A sharded sweep's `sweep.json`: its configurations in order and the rate it varies.
+fn sweep_file(inputs: &[PathBuf]) -> Result<(Option<Vec<String>>, Option<String>)> {
+    let Some(path) = inputs.iter().map(|i| i.join(run_cmd::SWEEP_FILE)).find(|p| p.is_file()) else {
+        return Ok((None, None));
+    };
+    let sweep: run_cmd::SweepFile =
+        serde_json::from_str(&read(&path)?).with_context(|| format!("{} is not a sweep's list", path.display()))?;
+    Ok((Some(sweep.configs), sweep.vary))
+}
+
 /// The configurations in the order the sweep was given (`sweep.json`), else by name.
 fn order_configs(
-    inputs: &[PathBuf],
+    order: Option<Vec<String>>,
     mut configs: BTreeMap<String, Vec<PathBuf>>,
 ) -> Result<Vec<(String, Vec<PathBuf>)>> {
-    let order: Option<Vec<String>> = inputs
-        .iter()
-        .map(|i| i.join(run_cmd::SWEEP_FILE))
-        .find(|p| p.is_file())
-        .map(|p| -> Result<Vec<String>> {
-            serde_json::from_str(&read(&p)?).with_context(|| format!("{} is not a sweep's list", p.display()))
-        })
-        .transpose()?;
     let mut out = Vec::new();
     for name in order.unwrap_or_else(|| configs.keys().cloned().collect()) {
         let runs = configs.remove(&name).with_context(|| format!("configuration {name} has no shards"))?;
@@ -188,18 +195,29 @@ fn merge_runs(runs: &[PathBuf], out: &Path) -> Result<Value> {
         if gt_programs.is_dir() {
             copy_dir(&gt_programs, &out.join("gt"))?;
         }
-        // Paths into the shard's folder now point into the merged one.
-        let moved = |path: &str| match Path::new(path).strip_prefix(dir) {
-            Ok(rel) => out.join(rel).display().to_string(),
-            Err(_) => path.to_string(),
+        // The run's own files (a part's prediction, the ground-truth programs) now live in
+        // the merged folder, however the shard's folder was spelled when it ran.
+        let moved = |path: &str, id: &str| {
+            let p = Path::new(path);
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let parent = p.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned());
+            let grandparent =
+                p.parent().and_then(Path::parent).and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned());
+            match (parent.as_deref(), grandparent.as_deref()) {
+                (Some(folder), Some("parts")) if folder == id => {
+                    out.join("parts").join(id).join(name).display().to_string()
+                }
+                (Some("gt"), _) => out.join("gt").join(name).display().to_string(),
+                _ => path.to_string(),
+            }
         };
         let report = |name: &str| -> Result<Report> {
             let path = dir.join(name);
             let mut report: Report = serde_json::from_str(&read(&path)?)
                 .with_context(|| format!("{} is not an evaluation report", path.display()))?;
             for sample in &mut report.samples {
-                sample.pred = sample.pred.as_deref().map(moved);
-                sample.gt = moved(&sample.gt);
+                sample.pred = sample.pred.as_deref().map(|p| moved(p, &sample.id));
+                sample.gt = moved(&sample.gt, &sample.id);
             }
             Ok(report)
         };

@@ -119,6 +119,13 @@ pub(crate) struct RunSettings {
 /// A sharded sweep's list of configurations, in order, in the sweep's folder.
 pub(crate) const SWEEP_FILE: &str = "sweep.json";
 
+/// What `SWEEP_FILE` holds: the configurations in order, and the sim rate `--vary` varies.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct SweepFile {
+    pub configs: Vec<String>,
+    pub vary: Option<String>,
+}
+
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let configs = sweep_configs(args)?;
     if args.vlm != RunBackend::Openai && configs.iter().any(|(name, _)| name == DIRECT_CODE) {
@@ -171,8 +178,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     if shard.is_some() {
         // The merge writes the sweep's table in the order the configurations were given.
         std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
-        let names: Vec<&String> = configs.iter().map(|(name, _)| name).collect();
-        write_atomic(&args.out.join(SWEEP_FILE), serde_json::to_string_pretty(&names)?.as_bytes())?;
+        let sweep = SweepFile {
+            configs: configs.iter().map(|(name, _)| name.clone()).collect(),
+            vary: vary.as_ref().map(|(key, _)| key.clone()),
+        };
+        write_atomic(&args.out.join(SWEEP_FILE), serde_json::to_string_pretty(&sweep)?.as_bytes())?;
     }
     let mut rows = Vec::new();
     for (name, extra) in &configs {

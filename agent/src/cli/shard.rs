@@ -45,9 +45,21 @@ impl ShardArgs {
             if let Some(i) = self.shard_index {
                 bail!("--shard-index {i} needs --shard-count (or SLURM_ARRAY_TASK_COUNT)");
             }
+            // A Kubernetes Indexed Job does not tell its pods the completion count: running
+            // the whole split in every pod into one folder is never what was meant.
+            if let Some(index) = env::scheduler_shard_index() {
+                bail!(
+                    "this is shard {index} of a scheduler's job ({} or {} is set) but the shard count is unknown: give --shard-count N (--shard-count 1 runs everything here)",
+                    env::JOB_COMPLETION_INDEX,
+                    env::SLURM_ARRAY_TASK_ID
+                );
+            }
             return Ok(None);
         };
         anyhow::ensure!(count >= 1, "the shard count must be at least 1");
+        if count == 1 && self.shard_index.is_none_or(|i| i == 0) {
+            return Ok(None);
+        }
         let index = match self.shard_index {
             Some(i) => i,
             None => {
@@ -62,6 +74,9 @@ impl ShardArgs {
             }
         };
         anyhow::ensure!(index < count, "shard index {index} is out of range for {count} shards (0 to {})", count - 1);
+        if count > 1 {
+            eprintln!("shard {index} of {count}");
+        }
         Ok(Some(Shard { index, count }))
     }
 }
@@ -113,6 +128,7 @@ pub fn check_complete(shards: &[Shard], what: &str) -> Result<()> {
     }
     let mut seen = vec![0usize; count];
     for s in shards {
+        anyhow::ensure!(s.index < count, "{what}: shard index {} is out of range for {count} shards", s.index);
         seen[s.index] += 1;
     }
     let missing: Vec<String> = (0..count).filter(|&i| seen[i] == 0).map(|i| i.to_string()).collect();

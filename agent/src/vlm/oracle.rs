@@ -190,6 +190,12 @@ impl Oracle {
         Oracle { gt, steps, radius, center, movable, tolerant: false }
     }
 
+    /// A digest of the ground truth's program (FNV-1a 64 of its JSON): what tells parts apart.
+    pub fn program_digest(&self) -> u64 {
+        let text = serde_json::to_string(&self.gt.program).unwrap_or_default();
+        text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    }
+
     /// An oracle that keeps answering on a model that drifted from the ground truth.
     pub fn tolerant(mut self) -> Oracle {
         self.tolerant = true;

@@ -143,8 +143,11 @@ pub struct Sim {
 }
 
 impl Sim {
+    /// The generator is seeded with `rates.seed` and the part (its ground truth's program),
+    /// so the parts of a run draw independent errors and a run repeats to the bit.
     pub fn new(oracle: Oracle, rates: SimRates) -> Sim {
-        Sim { oracle: oracle.tolerant(), rates, rng: ChaCha8Rng::seed_from_u64(rates.seed) }
+        let part = oracle.program_digest();
+        Sim { oracle: oracle.tolerant(), rates, rng: ChaCha8Rng::seed_from_u64(rates.seed ^ part) }
     }
 
     fn uniform(&mut self) -> f64 {
