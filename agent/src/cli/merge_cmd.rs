@@ -285,8 +285,7 @@ fn shards_of_files(files: &[PathBuf]) -> Result<()> {
     check_complete(&shards, "the files")
 }
 
-/// Evaluation reports of disjoint shards into one (`--out R.json`; a `.jsonl` of samples
-/// is written beside it when the shards wrote one).
+/// Evaluation reports of disjoint shards into one (`--out R.json`).
 fn merge_reports(files: &[PathBuf], out: &Path) -> Result<ExitCode> {
     shards_of_files(files)?;
     let reports: Vec<Report> = files
