@@ -84,15 +84,32 @@ fn value(x: Option<f64>) -> f64 {
     x.expect("a compiled sample has every metric")
 }
 
+/// A shape against itself: the two samples come from independent streams, so the distances
+/// are the sampling noise floor, above zero and small. At N = 8192 on the 100 test100 parts
+/// the floor's CD x1000 is 0.01 to 0.47 and its HD95 0.004 to 0.027 (README).
+fn assert_noise_floor(s: &eval::SampleResult) {
+    let (cd, hd95) = (value(s.cd), value(s.hd95));
+    assert!(cd > 0.0 && cd < 1.0, "{}: CD {cd} is not a noise floor", s.id);
+    assert!(hd95 > 0.0 && hd95 < 0.04, "{}: HD95 {hd95} is not a noise floor", s.id);
+}
+
 #[test]
-fn identical_solids_score_iou_one_and_zero_distances() {
+fn identical_solids_score_iou_one_and_the_sampling_noise_floor() {
     let p = example_path("plate_counterbore");
     for normalization in [Normalization::UnitCube, Normalization::Inertia] {
-        let report = evaluate(&[pair(&p, &p)], &EvalOptions { normalization, ..Default::default() });
+        let options = EvalOptions { normalization, ..Default::default() };
+        let report = evaluate(&[pair(&p, &p)], &options);
         let s = only(&report);
+        let again = evaluate(&[pair(&p, &p)], &options);
+        assert_eq!(
+            (s.cd, s.hd, s.hd95),
+            (again.samples[0].cd, again.samples[0].hd, again.samples[0].hd95),
+            "a second run"
+        );
+        assert!(report.table().contains("independent streams"), "{}", report.table());
         assert_eq!(s.iou_method, Some(IouMethod::Exact));
         assert!((value(s.iou) - 1.0).abs() < 1e-9, "{normalization:?}: IoU {:?}", s.iou);
-        assert_eq!((s.cd, s.hd, s.hd95), (Some(0.0), Some(0.0), Some(0.0)), "{normalization:?}");
+        assert_noise_floor(s);
         assert_eq!((s.watertight, s.components, s.bbox_ok, s.volume_ok), (Some(true), Some(1), Some(true), Some(true)));
         assert_eq!(report.cr, 1.0);
     }
@@ -108,10 +125,10 @@ fn unit_cubes_offset_by_two_have_the_exact_iou_and_hausdorff_distance() {
     // Common 8 x 10 x 10, fusion 12 x 10 x 10.
     assert!((value(s.iou) - 8.0 / 12.0).abs() < 1e-9, "IoU {:?}", s.iou);
     assert_eq!(s.iou_method, Some(IouMethod::Exact));
-    // The farthest points are on the x = 0 face, 2 from the other cube's x = 2 face (where
-    // the same sample, shifted, lies); sampling can only add a little.
+    // The farthest points are on the x = 0 face, at least 2 from every point of the other
+    // cube (x >= 2); sampling can only add about the point spacing (0.27 here).
     let hd = value(s.hd);
-    assert!((2.0 - 1e-9..2.05).contains(&hd), "HD {hd}");
+    assert!((2.0 - 1e-9..2.2).contains(&hd), "HD {hd}");
     assert!(value(s.hd95) <= hd + 1e-12);
     // Under unit-cube both cubes become the same cube.
     let report = evaluate(&[pair(&a, &b)], &EvalOptions::default());
@@ -168,9 +185,8 @@ fn a_scaled_and_translated_copy_scores_iou_one_under_unit_cube() {
     let report = evaluate(&[pair(&a, &b)], &EvalOptions::default());
     let s = only(&report);
     assert!((value(s.iou) - 1.0).abs() < 1e-9, "IoU {:?}", s.iou);
-    // The mesher may split the scaled faces into other triangles, so the samples differ
-    // slightly: distances at the level of sampling noise (spacing about 0.01), not zero.
-    assert!(value(s.cd) < 0.05 && value(s.hd) < 0.05, "CD {:?} HD {:?}", s.cd, s.hd);
+    // Identical after normalisation: the distances are the sampling noise floor.
+    assert_noise_floor(s);
     // In model units they are different parts.
     assert_eq!((s.bbox_ok, s.volume_ok), (Some(false), Some(false)));
 }
@@ -183,7 +199,9 @@ fn edit10_follows_sketches_placed_on_upstream_faces() {
 
     // The program against itself: both edited the same way.
     let s = evaluate(&[pair(&plate, &plate)], &edit10).samples.remove(0);
-    assert!(s.compiled && (value(s.iou) - 1.0).abs() < 1e-9 && s.cd == Some(0.0), "{s:?}");
+    assert!(s.compiled && (value(s.iou) - 1.0).abs() < 1e-9, "{s:?}");
+    // In model units (the plate is 40 long): the noise floor, above zero and well under 1.
+    assert!(value(s.cd) > 0.0 && value(s.hd95) > 0.0 && value(s.hd95) < 1.0, "{s:?}");
 
     // The unedited STEP (nothing to edit) against the edited program. The pad grows from
     // 5 to 5.5 and the counterbore, sketched on the top face, moves up with it and deepens
@@ -381,6 +399,6 @@ fn test100_steps_score_perfectly_against_themselves() {
     assert_eq!((report.n, report.n_compiled), (pairs.len(), pairs.len()));
     for s in &report.samples {
         assert!((value(s.iou) - 1.0).abs() < 1e-9, "{}: IoU {:?}", s.id, s.iou);
-        assert_eq!((s.cd, s.hd, s.hd95), (Some(0.0), Some(0.0), Some(0.0)), "{}", s.id);
+        assert_noise_floor(s);
     }
 }

@@ -10,7 +10,9 @@
 //!   IoU on the meshes, and the method is recorded per sample.
 //! - **CD** (x1000, squared, two-sided), **HD** and **HD95** on `N` points per shape
 //!   sampled by area from meshes of the normalised solids (linear deflection 1e-3, angular
-//!   0.1 rad), from a ChaCha8 generator seeded with FNV-1a-64 of the sample id.
+//!   0.1 rad), from a ChaCha8 generator seeded with FNV-1a-64 of the sample id, the
+//!   prediction and the ground truth from independent streams (so a shape against itself
+//!   shows the sampling noise floor, as in the published tables).
 //! - **Normalisation** `unit-cube` (default), `none` or `inertia` ([`Normalization`]).
 //! - **Protocols** `static` and `edit10` (every extrusion depth x1.1 in the prediction
 //!   and the ground truth, via [`freecad_bridge::Session::scale_extrusions`]).
@@ -61,11 +63,11 @@ pub use mesh::{Mesh, Topology, topology};
 pub use normalize::{FLIPS, Normalization, flipped, principal_axes, transform};
 pub use pairs::{ModelKind, Pair, pair_paths};
 pub use pipeline::{
-    ANGULAR_DEFLECTION, BBOX_TOLERANCE, Detailed, EDIT_FACTOR, LINEAR_DEFLECTION, MERGE_TOLERANCE, VOLUME_TOLERANCE,
-    evaluate_pair, exact_iou,
+    ANGULAR_DEFLECTION, BBOX_TOLERANCE, Detailed, EDIT_FACTOR, LINEAR_DEFLECTION, MERGE_TOLERANCE, Stages,
+    VOLUME_TOLERANCE, evaluate_pair, exact_iou,
 };
 pub use report::{IouMethod, Report, SampleResult};
-pub use sample::{SEED_CONVENTION, sample_surface, seed_for};
+pub use sample::{Role, SEED_CONVENTION, sample_surface, seed_for};
 pub use voxel::{RESOLUTION as VOXEL_RESOLUTION, voxel_iou};
 
 /// Points per shape unless told otherwise.
@@ -165,8 +167,7 @@ pub fn evaluate_detailed(
             Err(fault @ freecad_bridge::BridgeError::KernelFault { .. }) => Ok(Detailed {
                 result: SampleResult::not_compiled(pair, format!("the prediction crashes the kernel: {fault}")),
                 meshes: None,
-                kernel_seconds: 0.0,
-                metric_seconds: 0.0,
+                stages: pipeline::Stages::default(),
             }),
             r => r.map_err(EvalError::Bridge).and_then(|r| r),
         })

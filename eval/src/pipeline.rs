@@ -1,10 +1,10 @@
-//! One sample through the kernel: build both models (editing them for `edit10`), measure,
-//! normalise, intersect, mesh, sample, compare.
+//! One sample through the kernel: read or build both models (editing them for `edit10`),
+//! measure, normalise, mesh and intersect (one request), sample, compare.
 
 use std::path::Path;
 use std::time::Instant;
 
-use freecad_bridge::{BooleanVolumes, MassProperties, Session, parse_program};
+use freecad_bridge::{BridgeError, CallError, KeptSlot, MassProperties, Session, parse_program};
 
 use crate::distance::surface_distances;
 use crate::error::EvalError;
@@ -12,7 +12,7 @@ use crate::mesh::{Mesh, topology};
 use crate::normalize::{FLIPS, Normalization, flipped, transform};
 use crate::pairs::{ModelKind, Pair};
 use crate::report::{IouMethod, SampleResult};
-use crate::sample::{sample_surface, seed_for};
+use crate::sample::{Role, sample_surface, seed_for};
 use crate::voxel::{RESOLUTION, voxel_iou};
 use crate::{EvalOptions, Protocol};
 
@@ -26,8 +26,8 @@ pub const EDIT_FACTOR: f64 = 1.1;
 /// CadQueryEval tolerances: bounding-box extents within 1 mm, volume within 2%.
 pub const BBOX_TOLERANCE: f64 = 1.0;
 pub const VOLUME_TOLERANCE: f64 = 0.02;
-/// How far common + fuse may stray from vol(P) + vol(G), relatively, before the booleans
-/// are not trusted.
+/// How far the common volume may exceed the smaller shape's (or fall below zero), relative to
+/// vol(P) + vol(G), before the booleans are not trusted.
 const BOOLEAN_CONSISTENCY: f64 = 1e-4;
 /// Shapes whose sampled surfaces are this close (HD95, normalised units) overlap: an exact
 /// IoU below [`IMPLAUSIBLE_IOU`] for them is checked against the voxel IoU.
@@ -42,22 +42,44 @@ pub struct Detailed {
     pub result: SampleResult,
     /// The normalised meshes (prediction, ground truth) of a compiled sample.
     pub meshes: Option<(Mesh, Mesh)>,
-    /// Seconds spent in the kernel (building, measuring, booleans, meshing) and in the
-    /// metrics computed here (sampling, distances, voxels, checks).
-    pub kernel_seconds: f64,
-    pub metric_seconds: f64,
+    /// Where the time went.
+    pub stages: Stages,
+}
+
+/// Seconds per stage of one sample.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Stages {
+    /// Reading or building both models and their mass properties (worker).
+    pub read: f64,
+    /// Meshing both normalised shapes (worker).
+    pub mesh: f64,
+    /// The exact boolean (worker).
+    pub boolean: f64,
+    /// Requests to the worker beyond their work: encoding, pipes, decoding.
+    pub exchange: f64,
+    /// Sampling, distances, voxels and checks (here).
+    pub metrics: f64,
+}
+
+impl Stages {
+    pub fn kernel(&self) -> f64 {
+        self.read + self.mesh + self.boolean + self.exchange
+    }
+
+    pub fn total(&self) -> f64 {
+        self.kernel() + self.metrics
+    }
 }
 
 /// Evaluate one pair in `session` (which it leaves holding some document). The only errors
 /// are the ground truth's; everything wrong with the prediction is in the result.
+///
+/// A STEP file under `static` goes straight into the worker's memory; a program, an FCStd
+/// document, or any model under `edit10`, is built in the document first. The worker keeps
+/// both shapes for the one request that meshes and intersects them.
 pub fn evaluate_pair(session: &mut Session, pair: &Pair, options: &EvalOptions) -> Result<Detailed, EvalError> {
     let started = Instant::now();
-    let dir = tempfile::Builder::new()
-        .prefix("vision2cad-eval-")
-        .tempdir()
-        .map_err(|source| EvalError::Io { what: "cannot create a temporary directory".into(), source })?;
-    let gt_brep = dir.path().join("gt.brep");
-    let pred_brep = dir.path().join("pred.brep");
+    let inertia = options.normalization == Normalization::Inertia;
 
     // The ground truth first: when it is broken, the run stops, whatever the prediction.
     let gt_error = |reason: String| EvalError::GroundTruth { path: pair.gt.clone(), reason };
@@ -67,8 +89,7 @@ pub fn evaluate_pair(session: &mut Session, pair: &Pair, options: &EvalOptions) 
     if options.protocol == Protocol::Edit10 && ModelKind::of(&pair.gt) == Some(ModelKind::Step) {
         return Err(EvalError::GroundTruthNotEditable { path: pair.gt.clone() });
     }
-    build(session, &pair.gt, options.protocol).map_err(gt_error)?;
-    let gt_props = session.measure(Some(&gt_brep)).map_err(|e| gt_error(e.to_string()))?;
+    let gt_props = keep(session, &pair.gt, KeptSlot::GroundTruth, options.protocol, inertia).map_err(gt_error)?;
     if gt_props.solids == 0 || gt_props.volume <= 0.0 {
         return Err(gt_error("it holds no solid".into()));
     }
@@ -76,32 +97,45 @@ pub fn evaluate_pair(session: &mut Session, pair: &Pair, options: &EvalOptions) 
     let not_compiled = |reason: String, started: Instant| Detailed {
         result: SampleResult::not_compiled(pair, reason),
         meshes: None,
-        kernel_seconds: started.elapsed().as_secs_f64(),
-        metric_seconds: 0.0,
+        stages: Stages { read: started.elapsed().as_secs_f64(), ..Stages::default() },
     };
     let Some(pred) = &pair.pred else {
         return Ok(not_compiled("no prediction with this stem".into(), started));
     };
-    if let Err(e) = session.reset() {
-        return Err(EvalError::Bridge(e));
-    }
-    if let Err(reason) = build(session, pred, options.protocol) {
-        return Ok(not_compiled(reason, started));
-    }
-    let state = session.state();
-    if state.empty || !state.valid || state.volume <= 0.0 {
-        let what = if state.empty { "empty" } else { "not a valid solid" };
-        return Ok(not_compiled(format!("the prediction is {what}"), started));
-    }
-    let pred_props = match session.measure(Some(&pred_brep)) {
-        Ok(p) => p,
-        Err(e) => return Ok(not_compiled(format!("cannot measure the prediction: {e}"), started)),
+    let pred_props = match keep(session, pred, KeptSlot::Prediction, options.protocol, inertia) {
+        Ok(props) => props,
+        Err(reason) => return Ok(not_compiled(reason, started)),
     };
-    match score(session, pair, options, (&pred_props, &pred_brep), (&gt_props, &gt_brep), started) {
+    if pred_props.solids == 0 || !pred_props.valid || pred_props.volume <= 0.0 {
+        let what = if pred_props.solids == 0 { "holds no solid" } else { "is not a valid solid" };
+        return Ok(not_compiled(format!("the prediction {what}"), started));
+    }
+    match score(session, pair, options, &pred_props, &gt_props, started.elapsed().as_secs_f64()) {
         Ok(detailed) => Ok(detailed),
         Err(Failure::Prediction(reason)) => Ok(not_compiled(reason, started)),
         Err(Failure::GroundTruth(reason)) => Err(gt_error(reason)),
     }
+}
+
+/// Put a model's shape in the worker's `slot` and return its mass properties.
+fn keep(
+    session: &mut Session,
+    path: &Path,
+    slot: KeptSlot,
+    protocol: Protocol,
+    inertia: bool,
+) -> Result<MassProperties, String> {
+    if protocol == Protocol::Static && ModelKind::of(path) == Some(ModelKind::Step) {
+        return session.keep_shape(slot, Some(path), inertia).map_err(|e| e.to_string());
+    }
+    session.reset().map_err(|e| e.to_string())?;
+    build(session, path, protocol)?;
+    session.keep_shape(slot, None, inertia).map_err(|e| match e {
+        BridgeError::Worker(CallError::Rejected { reason, .. }) if reason.contains("holds no shape") => {
+            "the model is empty".to_string()
+        }
+        e => e.to_string(),
+    })
 }
 
 /// Load or execute a model file into the (fresh) document, and apply the protocol's edit.
@@ -135,30 +169,35 @@ fn score(
     session: &mut Session,
     pair: &Pair,
     options: &EvalOptions,
-    (pred_props, pred_brep): (&MassProperties, &Path),
-    (gt_props, gt_brep): (&MassProperties, &Path),
-    started: Instant,
+    pred_props: &MassProperties,
+    gt_props: &MassProperties,
+    read_seconds: f64,
 ) -> Result<Detailed, Failure> {
+    let mut stages = Stages { read: read_seconds, ..Stages::default() };
     let pred_t = transform(options.normalization, pred_props)
         .map_err(|e| Failure::Prediction(format!("cannot normalise the prediction: {e}")))?;
     let gt_t = transform(options.normalization, gt_props)
         .map_err(|e| Failure::GroundTruth(format!("cannot normalise: {e}")))?;
-    let gt_mesh = session
-        .mesh_shape(gt_brep, &gt_t, LINEAR_DEFLECTION, ANGULAR_DEFLECTION)
-        .map_err(|e| e.to_string())
-        .and_then(Mesh::from_flat)
-        .map_err(|e| Failure::GroundTruth(format!("cannot mesh: {e}")))?;
-    let pred_mesh = session
-        .mesh_shape(pred_brep, &pred_t, LINEAR_DEFLECTION, ANGULAR_DEFLECTION)
-        .map_err(|e| e.to_string())
-        .and_then(Mesh::from_flat)
+    // Inertia picks its sign flip from the samples, after the booleans would have run:
+    // its booleans come later, on the flipped transform.
+    let booleans_now = !options.voxel_only && options.normalization != Normalization::Inertia;
+    let compare_started = Instant::now();
+    let compared = session
+        .compare_kept(&pred_t, &gt_t, LINEAR_DEFLECTION, ANGULAR_DEFLECTION, booleans_now)
+        .map_err(|e| Failure::Prediction(format!("cannot mesh or intersect: {e}")))?;
+    let gt_mesh =
+        Mesh::from_flat(compared.ground_truth).map_err(|e| Failure::GroundTruth(format!("cannot mesh: {e}")))?;
+    let pred_mesh = Mesh::from_flat(compared.prediction)
         .map_err(|e| Failure::Prediction(format!("cannot mesh the prediction: {e}")))?;
-    let mut kernel_seconds = started.elapsed().as_secs_f64();
+    stages.mesh = compared.mesh_seconds;
+    stages.boolean = compared.boolean_seconds;
+    stages.exchange = compare_started.elapsed().as_secs_f64() - compared.mesh_seconds - compared.boolean_seconds;
 
     let metrics_started = Instant::now();
     let seed = seed_for(&pair.id);
-    let gt_points = sample_surface(&gt_mesh, options.points, seed).map_err(Failure::GroundTruth)?;
-    let pred_points = sample_surface(&pred_mesh, options.points, seed).map_err(Failure::Prediction)?;
+    let gt_points = sample_surface(&gt_mesh, options.points, seed, Role::GroundTruth).map_err(Failure::GroundTruth)?;
+    let pred_points =
+        sample_surface(&pred_mesh, options.points, seed, Role::Prediction).map_err(Failure::Prediction)?;
     // Inertia: the sign flip of the prediction's principal frame with the lowest CD.
     let (flip, distances) = if options.normalization == Normalization::Inertia {
         let mut best: Option<([f64; 3], crate::distance::SurfaceDistances)> = None;
@@ -179,19 +218,23 @@ fn score(
         _ => (pred_t, pred_mesh),
     };
     let topo = topology(&pred_mesh, MERGE_TOLERANCE);
-    let mut metric_seconds = metrics_started.elapsed().as_secs_f64();
+    stages.metrics = metrics_started.elapsed().as_secs_f64();
 
     let boolean_started = Instant::now();
     let exact = if options.voxel_only {
         Err("voxel IoU asked for".to_string())
+    } else if booleans_now {
+        exact_from(&compared.common, &compared.boolean_error, compared.volume_prediction, compared.volume_ground_truth)
     } else {
+        // The flipped prediction against the ground truth; the meshes are not needed again.
         session
-            .boolean_volumes(pred_brep, &pred_t, gt_brep, &gt_t)
+            .compare_kept(&pred_t, &gt_t, LINEAR_DEFLECTION, ANGULAR_DEFLECTION, true)
             .map_err(|e| e.to_string())
-            .and_then(|v| exact_iou(&v))
+            .and_then(|c| exact_from(&c.common, &c.boolean_error, c.volume_prediction, c.volume_ground_truth))
     };
-    kernel_seconds += boolean_started.elapsed().as_secs_f64();
-
+    if !booleans_now {
+        stages.boolean = boolean_started.elapsed().as_secs_f64();
+    }
     let voxel_started = Instant::now();
     let suspicious = exact.as_ref().is_ok_and(|iou| implausible(*iou, distances.hd95));
     let voxel = if exact.is_err() || options.voxel_check || suspicious {
@@ -217,7 +260,7 @@ fn score(
         }
         (Err(reason), None) => return Err(Failure::Prediction(reason.clone())),
     };
-    metric_seconds += voxel_started.elapsed().as_secs_f64();
+    stages.metrics += voxel_started.elapsed().as_secs_f64();
 
     let sorted_extents = |p: &MassProperties| {
         let mut e = [0, 1, 2].map(|i| p.bbox.max[i] - p.bbox.min[i]);
@@ -249,7 +292,7 @@ fn score(
         pred_volume: Some(pred_props.volume),
         gt_volume: Some(gt_props.volume),
     };
-    Ok(Detailed { result, meshes: Some((pred_mesh, gt_mesh)), kernel_seconds, metric_seconds })
+    Ok(Detailed { result, meshes: Some((pred_mesh, gt_mesh)), stages })
 }
 
 /// Whether an exact IoU is too low for shapes whose surfaces are this close.
@@ -257,38 +300,42 @@ fn implausible(iou: f64, hd95: f64) -> bool {
     iou < IMPLAUSIBLE_IOU && hd95 < CLOSE_SURFACES_HD95
 }
 
-/// vol(common) / vol(fuse), where the kernel's volumes are consistent with each other.
-pub fn exact_iou(v: &BooleanVolumes) -> Result<f64, String> {
-    let all = [v.volume_a, v.volume_b, v.common, v.fuse];
-    if all.iter().any(|x| !x.is_finite()) {
+fn exact_from(common: &Option<f64>, error: &Option<String>, volume_a: f64, volume_b: f64) -> Result<f64, String> {
+    match (common, error) {
+        (Some(common), _) => exact_iou(volume_a, volume_b, *common),
+        (None, Some(reason)) => Err(reason.clone()),
+        (None, None) => Err("the kernel returned no common volume".into()),
+    }
+}
+
+/// vol(A common B) / vol(A fuse B), with vol(A fuse B) = vol(A) + vol(B) - vol(A common B),
+/// where the kernel's volumes are consistent with each other.
+pub fn exact_iou(volume_a: f64, volume_b: f64, common: f64) -> Result<f64, String> {
+    if [volume_a, volume_b, common].iter().any(|x| !x.is_finite()) {
         return Err("the booleans returned a non-finite volume".into());
     }
-    let scale = v.volume_a.abs() + v.volume_b.abs();
-    let tol = BOOLEAN_CONSISTENCY * scale;
-    if v.fuse <= 0.0 {
-        return Err(format!("the fusion has volume {}", v.fuse));
+    let tol = BOOLEAN_CONSISTENCY * (volume_a.abs() + volume_b.abs());
+    if volume_a <= 0.0 || volume_b <= 0.0 {
+        return Err(format!("a shape has volume {}", volume_a.min(volume_b)));
     }
-    if v.common < -tol || v.common > v.volume_a.min(v.volume_b) + tol || v.fuse < v.volume_a.max(v.volume_b) - tol {
-        return Err(format!("inconsistent boolean volumes {v:?}"));
+    if common < -tol || common > volume_a.min(volume_b) + tol {
+        return Err(format!(
+            "inconsistent boolean volumes: common {common} of shapes of volume {volume_a} and {volume_b}"
+        ));
     }
-    if (v.common + v.fuse - v.volume_a - v.volume_b).abs() > tol {
-        return Err(format!("common + fuse != vol(P) + vol(G): {v:?}"));
-    }
-    Ok((v.common / v.fuse).clamp(0.0, 1.0))
+    let fuse = volume_a + volume_b - common;
+    Ok((common / fuse).clamp(0.0, 1.0))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn volumes(a: f64, b: f64, common: f64, fuse: f64) -> BooleanVolumes {
-        BooleanVolumes { volume_a: a, volume_b: b, common, fuse, valid: true }
-    }
-
     #[test]
     fn consistent_booleans_give_common_over_fuse() {
-        assert_eq!(exact_iou(&volumes(1.0, 1.0, 0.5, 1.5)), Ok(1.0 / 3.0));
-        assert_eq!(exact_iou(&volumes(1.0, 2.0, 0.0, 3.0)), Ok(0.0));
+        assert_eq!(exact_iou(1.0, 1.0, 0.5), Ok(1.0 / 3.0));
+        assert_eq!(exact_iou(1.0, 2.0, 0.0), Ok(0.0));
+        assert_eq!(exact_iou(2.0, 1.0, 1.0), Ok(0.5), "one inside the other");
     }
 
     #[test]
@@ -300,9 +347,9 @@ mod tests {
 
     #[test]
     fn inconsistent_booleans_are_refused() {
-        assert!(exact_iou(&volumes(1.0, 1.0, 0.5, 1.0)).is_err(), "inclusion-exclusion broken");
-        assert!(exact_iou(&volumes(1.0, 1.0, 1.5, 0.5)).is_err(), "common larger than a shape");
-        assert!(exact_iou(&volumes(1.0, 1.0, 0.0, 0.0)).is_err(), "empty fusion");
-        assert!(exact_iou(&volumes(1.0, 1.0, f64::NAN, 2.0)).is_err());
+        assert!(exact_iou(1.0, 1.0, 1.5).is_err(), "common larger than a shape");
+        assert!(exact_iou(1.0, 1.0, -0.1).is_err(), "negative common");
+        assert!(exact_iou(0.0, 1.0, 0.0).is_err(), "an empty shape");
+        assert!(exact_iou(1.0, 1.0, f64::NAN).is_err());
     }
 }

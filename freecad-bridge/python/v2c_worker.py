@@ -704,18 +704,24 @@ def set_parameters(values):
 # ---------------------------------------------------------------------------- files
 
 
+def read_step(path):
+    """The shape of a STEP file: its one solid, or the compound of what it holds."""
+    shape = Part.Shape()
+    try:
+        shape.read(path)
+    except Exception as exc:
+        raise CommandFailed("cannot read STEP file %s: %s" % (path, exception_text(exc)), path)
+    if shape.isNull() or not shape.Faces:
+        raise CommandFailed("STEP file %s holds no geometry" % path, path)
+    if len(shape.Solids) == 1:
+        shape = shape.Solids[0]
+    return shape
+
+
 def load(path):
     ext = os.path.splitext(path)[1].lower()
     if ext in (".step", ".stp"):
-        shape = Part.Shape()
-        try:
-            shape.read(path)
-        except Exception as exc:
-            raise CommandFailed("cannot read STEP file %s: %s" % (path, exception_text(exc)), path)
-        if shape.isNull() or not shape.Faces:
-            raise CommandFailed("STEP file %s holds no geometry" % path, path)
-        if len(shape.Solids) == 1:
-            shape = shape.Solids[0]
+        shape = read_step(path)
         MODEL.reset()
         MODEL.imported = MODEL.doc.addObject("Part::Feature", "Imported")
         MODEL.imported.Shape = shape
@@ -894,18 +900,27 @@ def measure(brep):
     shape = MODEL.shape()
     if shape is None or shape.isNull():
         raise CommandFailed("the document holds no shape")
+    out = mass_properties(shape, True)
+    if brep:
+        shape.exportBrep(brep)
+    return out
+
+
+def mass_properties(shape, full):
+    """Volume, solids, validity and exact box; with `full`, also the area, the centre of mass
+    and the inertia tensor (which evaluation needs only under inertia normalisation)."""
     solids = shape.Solids
     volume = sum(s.Volume for s in solids)
     out = {
         "volume": volume,
-        "area": shape.Area,
+        "area": shape.Area if full else None,
         "solids": len(solids),
         "valid": bool(shape.isValid()) and len(solids) > 0,
         "bbox": _bbox(shape),
         "center_of_mass": None,
         "inertia": None,
     }
-    if solids and volume > 0:
+    if full and solids and volume > 0:
         # Several solids: combine each one's inertia with the parallel-axis theorem.
         c = V(0, 0, 0)
         for s in solids:
@@ -923,8 +938,6 @@ def measure(brep):
                     total[i][j] += rows[i][j] + s.Volume * ((dd if i == j else 0.0) - dv[i] * dv[j])
         out["center_of_mass"] = [c.x, c.y, c.z]
         out["inertia"] = total
-    if brep:
-        shape.exportBrep(brep)
     return out
 
 
@@ -933,33 +946,74 @@ def boolean_volumes(req):
     b = _similar(_read_brep(req["b"]), req.get("transform_b"))
     try:
         common = a.common(b)
-        fuse = a.fuse(b)
     except Exception as exc:
         raise CommandFailed("boolean failed: %s" % exception_text(exc))
-    return {
-        "volume_a": a.Volume,
-        "volume_b": b.Volume,
-        "common": common.Volume,
-        "fuse": fuse.Volume,
-        "valid": bool(common.isValid()) and bool(fuse.isValid()),
-    }
+    return {"volume_a": a.Volume, "volume_b": b.Volume, "common": common.Volume}
 
 
 def mesh_shape(req):
     """One triangle mesh of the whole (transformed) shape, vertices shared between faces."""
+    shape = _similar(_read_brep(req["path"]), req.get("transform"))
+    return _triangle_mesh(shape, req["linear_deflection"], req["angular_deflection"])
+
+
+def _triangle_mesh(shape, linear, angular):
     import MeshPart
 
-    shape = _similar(_read_brep(req["path"]), req.get("transform"))
-    mesh = MeshPart.meshFromShape(
-        Shape=shape,
-        LinearDeflection=req["linear_deflection"],
-        AngularDeflection=req["angular_deflection"],
-        Relative=False,
-    )
+    mesh = MeshPart.meshFromShape(Shape=shape, LinearDeflection=linear, AngularDeflection=angular, Relative=False)
     points, facets = mesh.Topology
     positions = [c for p in points for c in (p.x, p.y, p.z)]
     triangles = [i for f in facets for i in f]
     return {"positions": positions, "triangles": triangles}
+
+
+# The two shapes of one evaluation sample, kept in memory between its requests: no files,
+# no document for a STEP file. A lost worker loses them; the pool then runs the sample
+# again from its start.
+KEPT = {}
+
+
+def keep_shape(req):
+    """Keep a STEP file's shape (`path`) or the document's shape under `slot`, and return its
+    mass properties (inertia only when asked)."""
+    if req.get("path"):
+        shape = read_step(req["path"])
+    else:
+        shape = MODEL.shape()
+        if shape is None or shape.isNull():
+            raise CommandFailed("the document holds no shape")
+    KEPT[req["slot"]] = shape
+    return mass_properties(shape, req["inertia"])
+
+
+def compare_kept(req):
+    """Mesh the two kept shapes, each transformed, and (with `booleans`) intersect them: one
+    common, since vol(A fuse B) = vol(A) + vol(B) - vol(A common B). A failed boolean is
+    reported, not raised, so the caller can fall back on the meshes."""
+    shapes = []
+    for slot, transform in (("prediction", req["transform_prediction"]), ("ground_truth", req["transform_ground_truth"])):
+        if slot not in KEPT:
+            raise CommandFailed("no %s shape is kept" % slot.replace("_", " "))
+        shapes.append(_similar(KEPT[slot], transform))
+    p, g = shapes
+    started = time.perf_counter()
+    out = {
+        "prediction": _triangle_mesh(p, req["linear_deflection"], req["angular_deflection"]),
+        "ground_truth": _triangle_mesh(g, req["linear_deflection"], req["angular_deflection"]),
+        "volume_prediction": sum(s.Volume for s in p.Solids),
+        "volume_ground_truth": sum(s.Volume for s in g.Solids),
+        "common": None,
+        "boolean_error": None,
+    }
+    meshed = time.perf_counter()
+    if req["booleans"]:
+        try:
+            out["common"] = p.common(g).Volume
+        except Exception as exc:
+            out["boolean_error"] = "boolean failed: %s" % exception_text(exc)
+    out["mesh_seconds"] = meshed - started
+    out["boolean_seconds"] = time.perf_counter() - meshed
+    return out
 
 
 # ---------------------------------------------------------------------------- dispatch
@@ -1004,6 +1058,10 @@ def _dispatch(req):
         return boolean_volumes(req)
     if kind == "mesh_shape":
         return mesh_shape(req)
+    if kind == "keep_shape":
+        return keep_shape(req)
+    if kind == "compare_kept":
+        return compare_kept(req)
     if kind == "debug_sleep":
         time.sleep(req["seconds"])
         return {}

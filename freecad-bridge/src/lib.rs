@@ -43,8 +43,8 @@ pub use error::{BridgeError, CallError};
 pub use lower::{Invalid, lower};
 pub use pool::{WorkerPool, default_workers};
 pub use session::{
-    BooleanVolumes, Executed, MassProperties, Parameter, Preview, Session, Similarity, StepError, Tessellation,
-    TriangleMesh,
+    BooleanVolumes, Executed, KeptComparison, KeptSlot, MassProperties, Parameter, Preview, Session, Similarity,
+    StepError, Tessellation, TriangleMesh,
 };
 pub use state::{BoundingBox, ModelState};
 pub use worker::{FAULT_ENV, WorkerConfig, WorkerProcess, worker_main};

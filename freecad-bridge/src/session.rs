@@ -404,7 +404,8 @@ impl Similarity {
 pub struct MassProperties {
     /// Sum of the solids' volumes.
     pub volume: f64,
-    pub area: f64,
+    /// None where it was not asked for ([`Session::keep_shape`] without `inertia`).
+    pub area: Option<f64>,
     pub solids: usize,
     /// Valid by the kernel's check and at least one solid.
     pub valid: bool,
@@ -416,15 +417,13 @@ pub struct MassProperties {
     pub inertia: Option<[[f64; 3]; 3]>,
 }
 
-/// Volumes of two transformed shapes and of their common part and fusion.
+/// Volumes of two transformed shapes and of their common part (the fusion's volume is
+/// vol(a) + vol(b) - common).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct BooleanVolumes {
     pub volume_a: f64,
     pub volume_b: f64,
     pub common: f64,
-    pub fuse: f64,
-    /// Both boolean results pass the kernel's validity check.
-    pub valid: bool,
 }
 
 /// One triangle mesh of a whole shape, vertices shared between faces.
@@ -444,8 +443,8 @@ impl Session {
         self.query(json!({"type": "measure", "brep": brep}), "mass properties")
     }
 
-    /// Transform the shapes in two BREP files and return the volumes of each, of their
-    /// common part and of their fusion (exact kernel booleans).
+    /// Transform the shapes in two BREP files and return the volumes of each and of their
+    /// common part (an exact kernel boolean).
     pub fn boolean_volumes(
         &mut self,
         a: &Path,
@@ -470,6 +469,66 @@ impl Session {
         let request = json!({"type": "mesh_shape", "path": absolute_text(brep)?, "transform": transform,
             "linear_deflection": linear_deflection, "angular_deflection": angular_deflection});
         self.query(request, "mesh")
+    }
+}
+
+/// Which shape of an evaluation sample a worker keeps ([`Session::keep_shape`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeptSlot {
+    Prediction,
+    GroundTruth,
+}
+
+/// The two kept shapes, transformed and compared ([`Session::compare_kept`]).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct KeptComparison {
+    pub prediction: TriangleMesh,
+    pub ground_truth: TriangleMesh,
+    pub volume_prediction: f64,
+    pub volume_ground_truth: f64,
+    /// The volume of the common part; None when booleans were not asked for or failed.
+    pub common: Option<f64>,
+    /// Why the boolean failed.
+    pub boolean_error: Option<String>,
+    /// Seconds the worker spent meshing and intersecting (for benchmarks).
+    #[serde(default)]
+    pub mesh_seconds: f64,
+    #[serde(default)]
+    pub boolean_seconds: f64,
+}
+
+impl Session {
+    /// Keep a shape in the worker for [`Session::compare_kept`] and return its mass
+    /// properties (area, centre of mass and inertia only with `inertia`): the STEP file `step`
+    /// read straight into memory (no document), or without it the document's shape.
+    /// The worker keeps one shape per slot until it is replaced; a lost worker loses them.
+    pub fn keep_shape(
+        &mut self,
+        slot: KeptSlot,
+        step: Option<&Path>,
+        inertia: bool,
+    ) -> Result<MassProperties, BridgeError> {
+        let path = step.map(absolute_text).transpose()?;
+        let request = json!({"type": "keep_shape", "slot": slot, "path": path, "inertia": inertia});
+        self.query(request, "mass properties")
+    }
+
+    /// Transform the two kept shapes, mesh each with absolute deflections (in the
+    /// transformed units) and, with `booleans`, intersect them exactly (one common: the
+    /// union's volume follows from the three volumes).
+    pub fn compare_kept(
+        &mut self,
+        transform_prediction: &Similarity,
+        transform_ground_truth: &Similarity,
+        linear_deflection: f64,
+        angular_deflection: f64,
+        booleans: bool,
+    ) -> Result<KeptComparison, BridgeError> {
+        let request = json!({"type": "compare_kept", "transform_prediction": transform_prediction,
+            "transform_ground_truth": transform_ground_truth, "linear_deflection": linear_deflection,
+            "angular_deflection": angular_deflection, "booleans": booleans});
+        self.query(request, "comparison")
     }
 }
 

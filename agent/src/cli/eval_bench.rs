@@ -7,6 +7,9 @@
 //!    on mesh pairs (file i against file i+1), which is what `scripts/reference_metrics.py`
 //!    computes in Python on the same meshes (`--dump-meshes`).
 //! 3. The whole directory with each worker count in `--workers`; the reports must be equal.
+//!
+//! With `--against-python --pred DIR --gt DIR`, instead: `eval` against a plain Python
+//! pipeline on the same pairs (`eval_vs_python.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -23,8 +26,28 @@ use crate::cli::exec::write_atomic;
 #[derive(Debug, clap::Args)]
 pub struct BenchEvalArgs {
     /// Directory of STEP files (each is scored against itself).
+    #[arg(long, required_unless_present = "against_python")]
+    pub steps: Option<PathBuf>,
+    /// Time `eval` against the plain Python pipeline (`--script`) on the STEP pairs of
+    /// `--pred` and `--gt`, side by side in one run, per core and per stage.
+    #[arg(long, requires_all = ["pred", "gt"], conflicts_with = "steps")]
+    pub against_python: bool,
+    /// Predictions (with --against-python): STEP files paired with --gt by stem.
     #[arg(long)]
-    pub steps: PathBuf,
+    pub pred: Option<PathBuf>,
+    /// Ground truths (with --against-python).
+    #[arg(long)]
+    pub gt: Option<PathBuf>,
+    /// The Python reference pipeline (with --against-python).
+    #[arg(long, default_value = "scripts/eval_reference.py")]
+    pub script: PathBuf,
+    /// The interpreter that runs it (needs FreeCAD, numpy and scipy).
+    #[arg(long, default_value_os_t = crate::cli::eval_vs_python::default_python())]
+    pub python: PathBuf,
+    /// Rounds (with --against-python): every variant runs this often, interleaved, and its
+    /// fastest round counts.
+    #[arg(long, default_value_t = 2)]
+    pub rounds: usize,
     /// Use at most this many files for the whole-run figure.
     #[arg(long, default_value_t = 100)]
     pub limit: usize,
@@ -48,14 +71,21 @@ pub struct BenchEvalArgs {
 }
 
 pub fn run(args: &BenchEvalArgs) -> Result<ExitCode> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&args.steps)
-        .with_context(|| format!("cannot read {}", args.steps.display()))?
+    let steps = match (&args.steps, &args.pred, &args.gt) {
+        (_, Some(pred), Some(gt)) if args.against_python => {
+            return crate::cli::eval_vs_python::run(args, pred, gt);
+        }
+        (Some(steps), _, _) => steps,
+        _ => anyhow::bail!("give --steps DIR, or --against-python with --pred and --gt"),
+    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(steps)
+        .with_context(|| format!("cannot read {}", steps.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| matches!(eval::ModelKind::of(p), Some(eval::ModelKind::Step)))
         .collect();
     files.sort();
     files.truncate(args.limit);
-    anyhow::ensure!(files.len() >= 2, "need at least two STEP files in {}", args.steps.display());
+    anyhow::ensure!(files.len() >= 2, "need at least two STEP files in {}", steps.display());
     let pairs: Vec<Pair> = files
         .iter()
         .map(|p| Pair {
@@ -66,7 +96,7 @@ pub fn run(args: &BenchEvalArgs) -> Result<ExitCode> {
         .collect();
     let few = &pairs[..args.per_pair.clamp(2, pairs.len())];
     let rayon_threads = rayon_threads();
-    println!("{} STEP files from {}; rayon threads {rayon_threads}", pairs.len(), args.steps.display());
+    println!("{} STEP files from {}; rayon threads {rayon_threads}", pairs.len(), steps.display());
 
     // 1. Whole pipeline per pair, one worker.
     println!("\nper pair, whole pipeline, 1 worker, {} pairs (self against self)", few.len());
@@ -81,8 +111,8 @@ pub fn run(args: &BenchEvalArgs) -> Result<ExitCode> {
         let started = Instant::now();
         let detailed = eval::evaluate_detailed(&pool, few, &options, || {})?;
         let total = started.elapsed().as_secs_f64() / few.len() as f64 * 1e3;
-        let kernel = detailed.iter().map(|d| d.kernel_seconds).sum::<f64>() / few.len() as f64 * 1e3;
-        let metrics = detailed.iter().map(|d| d.metric_seconds).sum::<f64>() / few.len() as f64 * 1e3;
+        let kernel = detailed.iter().map(|d| d.stages.kernel()).sum::<f64>() / few.len() as f64 * 1e3;
+        let metrics = detailed.iter().map(|d| d.stages.metrics).sum::<f64>() / few.len() as f64 * 1e3;
         println!("{n:>8} {total:>12.1} {kernel:>12.1} {metrics:>12.1}");
         per_pair.push(json!({"points": n, "total_ms": total, "kernel_ms": kernel, "metrics_ms": metrics}));
         if meshes.is_empty() {
@@ -103,8 +133,8 @@ pub fn run(args: &BenchEvalArgs) -> Result<ExitCode> {
             let (_, b) = &meshes[(i + 1) % meshes.len()];
             let started = Instant::now();
             let seed = eval::seed_for(id);
-            let p = eval::sample_surface(a, n, seed).map_err(anyhow::Error::msg)?;
-            let g = eval::sample_surface(b, n, seed).map_err(anyhow::Error::msg)?;
+            let p = eval::sample_surface(a, n, seed, eval::Role::Prediction).map_err(anyhow::Error::msg)?;
+            let g = eval::sample_surface(b, n, seed, eval::Role::GroundTruth).map_err(anyhow::Error::msg)?;
             let d = eval::surface_distances(&p, &g);
             seconds += started.elapsed().as_secs_f64();
             rows.push(json!({"id": id, "cd": d.cd, "hd": d.hd, "hd95": d.hd95}));

@@ -8,6 +8,7 @@ pub mod curves;
 pub mod env;
 pub mod eval_bench;
 pub mod eval_cmd;
+pub mod eval_vs_python;
 pub mod exec;
 pub mod fault_bench;
 pub mod gerd_cmd;
