@@ -402,3 +402,56 @@ fn test100_steps_score_perfectly_against_themselves() {
         assert_noise_floor(s);
     }
 }
+
+#[test]
+fn bench_against_python_runs_both_pipelines_on_the_same_pairs_and_they_agree() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (pred, gt) = (dir.path().join("pred"), dir.path().join("gt"));
+    for d in [&pred, &gt] {
+        std::fs::create_dir(d).expect("dir");
+    }
+    // Two parts, each scored against a slightly different version of itself.
+    for (name, from, to) in [("plate", r#""depth":2}"#, r#""depth":3}"#), ("flange", "", "")] {
+        let program = example_path(if name == "plate" { "plate_counterbore" } else { "flange_revolve" });
+        let text = std::fs::read_to_string(&program).expect("read");
+        let variant = if from.is_empty() { text.clone() } else { text.replace(from, to) };
+        for (side, text) in [(&gt, text), (&pred, variant)] {
+            let source = write_program(dir.path(), &format!("{name}-source"), &text);
+            let out = dir.path().join(format!("{name}-out"));
+            let o = Command::new(binary())
+                .args(["exec", source.to_str().expect("path"), "--out", out.to_str().expect("path")])
+                .output()
+                .expect("exec runs");
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            std::fs::copy(out.join("model.step"), side.join(format!("{name}.step"))).expect("copy");
+            std::fs::remove_dir_all(&out).expect("clean");
+        }
+    }
+    let json = dir.path().join("bench.json");
+    let o = Command::new(binary())
+        .current_dir(repo_root())
+        .args(["bench", "eval", "--against-python", "--rounds", "1", "--workers", "1"])
+        .arg("--pred")
+        .arg(&pred)
+        .arg("--gt")
+        .arg(&gt)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("bench runs");
+    assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let figures: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).expect("json")).expect("parse");
+    assert_eq!(figures["pairs"], 2);
+    let variants: Vec<&str> =
+        figures["whole_run"].as_array().expect("rows").iter().filter_map(|r| r["variant"].as_str()).collect();
+    assert_eq!(variants, ["python", "vision2cad"]);
+    // The same IoU from both (the plates differ, so it is not trivially 1 on both sides).
+    assert_eq!(figures["agreement"]["pairs"], 2);
+    let diff = figures["agreement"]["max_iou_difference"].as_f64().expect("difference");
+    assert!(diff < 1e-6, "IoU differs by {diff}");
+    let stages = figures["stages_ms_per_pair"].as_array().expect("stages");
+    assert!(
+        stages.iter().any(|s| s["stage"] == "exact booleans" && s["vision2cad_ms"].as_f64() > Some(0.0)),
+        "{stages:?}"
+    );
+}
