@@ -352,7 +352,7 @@ fn kernel<T>(
 }
 
 /// Strip the code fences some models wrap JSON in.
-fn json_text(text: &str) -> &str {
+pub(crate) fn json_text(text: &str) -> &str {
     let t = text.trim();
     let t = t.strip_prefix("```json").or_else(|| t.strip_prefix("```")).unwrap_or(t);
     t.strip_suffix("```").unwrap_or(t).trim()
@@ -454,6 +454,9 @@ impl Run<'_> {
             }
             if !reply.injected.is_empty() {
                 entry["injected"] = Value::Array(reply.injected.clone());
+            }
+            if !reply.observed.is_empty() {
+                entry["observed"] = Value::Array(reply.observed.clone());
             }
             entry["answer"] = reply.text.clone().into();
             let start = Instant::now();

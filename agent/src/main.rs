@@ -5,7 +5,7 @@
 
 mod cli;
 
-use cli::{bench, compare_cmd, env, eval_cmd, exec, gerd_cmd, merge_cmd, reconstruct_cmd, render, run_cmd};
+use cli::{bench, calibrate, compare_cmd, env, eval_cmd, exec, gerd_cmd, merge_cmd, reconstruct_cmd, render, run_cmd};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,6 +45,12 @@ enum Cmd {
     /// (R.shard-I-of-N.json), GERD datasets (from `gerd generate`) and exports
     /// (OUT.shard-I-of-N.jsonl). The result is what one unsharded process writes.
     Merge(merge_cmd::MergeArgs),
+    /// The simulated VLM's rates, counted from runs made with `--shadow-gt`.
+    ///
+    /// Reads trace.jsonl files (or folders holding them), where a shadow oracle recorded how
+    /// the model's answers differ from the ideal ones, and prints each rate with the counts
+    /// behind it and a `[sim]` section to paste into a config.
+    SimCalibrate(calibrate::CalibrateArgs),
     /// Execute a program of the command language into a FreeCAD document.
     ///
     /// Writes DIR/model.FCStd (opens in FreeCAD), DIR/model.step and DIR/state.json (the
@@ -140,6 +146,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Run(args) => run_cmd::run(&args),
         Cmd::Compare(args) => compare_cmd::run(&args),
         Cmd::Merge(args) => merge_cmd::run(&args),
+        Cmd::SimCalibrate(args) => calibrate::run(&args),
         Cmd::Exec(args) => exec::run(&args),
         Cmd::Inspect { model, worker } => {
             let mut session = worker.session()?;

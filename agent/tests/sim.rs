@@ -267,3 +267,47 @@ fn pgr_snaps_noise_below_its_tolerance_onto_projected_geometry() {
     assert!(miss > 1e-6 && miss < 0.5, "the corners are {miss} apart");
     assert!(s[1]["constraints"].as_array().is_none_or(|c| c.is_empty()), "no ties without PGR");
 }
+
+#[test]
+fn a_shadow_oracle_records_the_models_errors_and_calibration_recovers_the_rates() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gt = repo_root().join("assets/programs/plate_counterbore.json");
+    // A "real" model with known errors: the simulated one, coordinate noise only.
+    for seed in ["1", "2"] {
+        let out = dir.path().join(format!("runs/s{seed}"));
+        let mut args = NO_ERRORS.to_vec();
+        args.extend(["--sim", "sigma=0.02", "--seed", seed, "--shadow-gt", gt.to_str().expect("utf-8")]);
+        let _ = reconstruct(&out, &args);
+        let observed: Vec<Value> =
+            trace(&out).into_iter().flat_map(|e| e["observed"].as_array().cloned().unwrap_or_default()).collect();
+        assert!(observed.iter().any(|o| o["kind"] == "coordinate"), "{observed:?}");
+    }
+    let json = dir.path().join("rates.json");
+    let r = vision2cad(&[
+        "sim-calibrate",
+        dir.path().join("runs").to_str().expect("utf-8"),
+        "--json",
+        json.to_str().expect("utf-8"),
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let stdout = String::from_utf8_lossy(&r.stdout);
+    assert!(stdout.contains("[sim]") && stdout.contains("sigma = "), "{stdout}");
+    let rates: Value = serde_json::from_str(&read(&json)).expect("json");
+    assert_eq!(rates["traces"], 2);
+    let sigma = rates["sigma"]["estimate"].as_f64().expect("a sigma");
+    assert!((0.012..0.03).contains(&sigma), "sigma 0.02 estimated as {sigma}");
+    // No wrong reference or operation was made, and none is counted.
+    assert!(rates["reference"]["samples"].as_u64() > Some(0), "{rates}");
+    assert_eq!(
+        (&rates["reference"]["estimate"], &rates["operation"]["estimate"]),
+        (&serde_json::json!(0.0), &serde_json::json!(0.0)),
+        "{rates}"
+    );
+
+    // A trace without a shadow has nothing to count, and says how to get it.
+    let plain = dir.path().join("plain");
+    assert!(reconstruct(&plain, &[]).status.success());
+    let r = vision2cad(&["sim-calibrate", plain.to_str().expect("utf-8")]);
+    assert!(!r.status.success());
+    assert!(String::from_utf8_lossy(&r.stderr).contains("--shadow-gt"), "{}", String::from_utf8_lossy(&r.stderr));
+}

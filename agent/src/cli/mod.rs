@@ -3,6 +3,7 @@
 //! files and print.
 
 pub mod bench;
+pub mod calibrate;
 pub mod compare_cmd;
 pub mod curves;
 pub mod env;

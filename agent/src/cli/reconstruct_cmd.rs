@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use vision2cad::vlm::{CacheMode, ChatClient, GroundTruth, Oracle, ResponseFormat, Scripted, Sim, Vlm, VlmSettings};
+use vision2cad::vlm::{
+    CacheMode, ChatClient, GroundTruth, Oracle, ResponseFormat, Scripted, Shadowed, Sim, Vlm, VlmSettings,
+};
 use vision2cad::{Config, reconstruct_with};
 
 use crate::WorkerArgs;
@@ -96,6 +98,12 @@ pub struct ReconstructArgs {
     /// --vlm sim: the seed of the injected errors (a run repeats to the bit).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Calibration: an oracle for this ground truth (a GERD part folder or a program .json)
+    /// answers every request beside the model, and the trace records where the model's
+    /// answers differ (`observed`), for `vision2cad sim-calibrate`. The run itself goes on
+    /// the model's answers alone.
+    #[arg(long, value_name = "GT")]
+    pub shadow_gt: Option<PathBuf>,
     /// Instead of the loop, a baseline: `direct-code` asks the model once for a whole
     /// FreeCAD script and runs it in a sandbox (needs a model: --vlm openai or scripted).
     #[arg(long, value_enum)]
@@ -209,6 +217,10 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
             Box::new(Scripted::from_file(script)?)
         }
     };
+    if let Some(gt) = &args.shadow_gt {
+        let truth = GroundTruth::load(gt, &mut session).map_err(anyhow::Error::msg)?;
+        vlm = Box::new(Shadowed::new(vlm, Oracle::new(truth)));
+    }
     let embedder = match (&config.rag_index, config.ablations.no_rag) {
         (Some(index), false) => crate::cli::gerd_cmd::embedder_for_index(index, None)?,
         _ => None,

@@ -79,6 +79,10 @@ pub struct RunArgs {
     /// `[vlm] concurrency` still applies within it).
     #[arg(long, default_value_t = 4)]
     pub vlm_concurrency: usize,
+    /// Calibration: an oracle shadows the model on every part (`reconstruct --shadow-gt`
+    /// with the part's folder), so `vision2cad sim-calibrate RUNDIR` can count its errors.
+    #[arg(long)]
+    pub shadow: bool,
     /// Options passed to every `reconstruct` (the same flags: --config, --model,
     /// --base-url, --cache, --rag-index, --max-steps, --no-egr ...), after `--`.
     #[arg(last = true)]
@@ -511,6 +515,9 @@ fn reconstruct_part(exe: &Path, part: &Path, out: &Path, args: &RunArgs, extra: 
         RunBackend::Openai => cmd.arg("--vlm").arg("openai"),
         RunBackend::Sim => cmd.arg("--vlm").arg("sim").arg("--gt").arg(part),
     };
+    if args.shadow {
+        cmd.arg("--shadow-gt").arg(part);
+    }
     // One limit on requests in flight for the whole run, whatever --jobs is.
     let slots = out.join(".vlm-slots");
     cmd.env(crate::cli::env::VLM_SLOTS, format!("{}:{}", args.vlm_concurrency.max(1), slots.display()));

@@ -13,6 +13,7 @@ mod openai;
 mod oracle;
 mod scripted;
 mod settings;
+mod shadow;
 mod sim;
 
 use std::path::PathBuf;
@@ -28,6 +29,7 @@ pub use openai::ChatClient;
 pub use oracle::{GroundTruth, Oracle};
 pub use scripted::Scripted;
 pub use settings::{ApiKey, CacheMode, Price, ResponseFormat, VlmSettings};
+pub use shadow::Shadowed;
 pub use sim::{Sim, SimRates};
 
 /// The three stages of a step.
@@ -122,6 +124,9 @@ pub struct Reply {
     /// The simulated model's injected errors (written to the trace; never read by the
     /// harness's mechanisms).
     pub injected: Vec<serde_json::Value>,
+    /// Where a shadow oracle's answer differs from the model's (`--shadow-gt`; written to
+    /// the trace, never read by the harness's mechanisms).
+    pub observed: Vec<serde_json::Value>,
 }
 
 /// A backend could not answer at all (as opposed to answering badly).

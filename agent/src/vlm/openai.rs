@@ -516,7 +516,7 @@ impl Vlm for ChatClient {
         if let Some(cache) = &shared.cache {
             if let Some(hit) = cache.get(&key).map_err(|e| self.fail(e))? {
                 let usage = hit.usage.map(|u| Usage { cost: Some(0.0), ..u });
-                return Ok(Reply { text: hit.text, usage, cached: true, injected: Vec::new() });
+                return Ok(Reply { text: hit.text, usage, cached: true, injected: Vec::new(), observed: Vec::new() });
             }
             if cache.mode() == CacheMode::Replay {
                 return Err(VlmError::NoAnswer {
@@ -535,14 +535,20 @@ impl Vlm for ChatClient {
                 // Another process stored an answer to the same request first: use that one, so
                 // every run that shares the cache replays to what it did.
                 Ok(stored) if stored.text != text => {
-                    return Ok(Reply { text: stored.text, usage: Some(usage), cached: false, injected: Vec::new() });
+                    return Ok(Reply {
+                        text: stored.text,
+                        usage: Some(usage),
+                        cached: false,
+                        injected: Vec::new(),
+                        observed: Vec::new(),
+                    });
                 }
                 Ok(_) => {}
                 // The answer is paid for: a cache that cannot store it costs the cache, not the run.
                 Err(e) => tracing::warn!("{e}"),
             }
         }
-        Ok(Reply { text, usage: Some(usage), cached: false, injected: Vec::new() })
+        Ok(Reply { text, usage: Some(usage), cached: false, injected: Vec::new(), observed: Vec::new() })
     }
 }
 

@@ -535,6 +535,6 @@ impl Vlm for Oracle {
                 });
             }
         };
-        Ok(Reply { text: answer.to_string(), usage: None, cached: false, injected: Vec::new() })
+        Ok(Reply { text: answer.to_string(), usage: None, cached: false, injected: Vec::new(), observed: Vec::new() })
     }
 }

@@ -70,6 +70,6 @@ impl Vlm for Scripted {
             });
         }
         self.next += 1;
-        Ok(Reply { text: text.clone(), usage: None, cached: false, injected: Vec::new() })
+        Ok(Reply { text: text.clone(), usage: None, cached: false, injected: Vec::new(), observed: Vec::new() })
     }
 }

@@ -399,7 +399,7 @@ impl Vlm for Sim {
             Stage::Stage3 => self.stage3(&mut answer, ctx, &mut injected),
             Stage::DirectCode => {}
         }
-        Ok(Reply { text: answer.to_string(), usage: None, cached: false, injected })
+        Ok(Reply { text: answer.to_string(), usage: None, cached: false, injected, observed: Vec::new() })
     }
 }
 
