@@ -97,3 +97,82 @@ fn a_pool_runs_programs_in_parallel_and_recycles_workers() {
     // Two workers, each recycled after two jobs: five jobs need at least three processes.
     assert!(pids.len() >= 3, "workers were not recycled: {pids:?}");
 }
+
+#[test]
+fn a_replay_that_numbers_faces_otherwise_is_mapped_by_geometry_and_the_caller_sees_no_difference() {
+    let program = example("plate_counterbore");
+    let mut reference = session();
+    let mut s = session();
+    // Sketch, pad, a sketch on F6 and its pocket: the log names a face.
+    let split = 4;
+    for c in &program.commands[..split] {
+        reference.execute(c).expect("reference");
+        s.execute(c).expect("run");
+    }
+    let before = s.state().clone();
+    // The replay meets a numbering other than the one the log and the caller hold.
+    s.debug_replay_with_shifted_face_ids().expect("the replay maps the IDs");
+    let held = s.state().clone();
+    let id_of = |state: &freecad_bridge::ModelState, c: [f64; 3]| {
+        state.faces.iter().find(|f| f.centroid == c).map(|f| f.id.clone()).expect("the face")
+    };
+    assert!(before.faces.iter().all(|f| id_of(&held, f.centroid) != f.id), "every face ID moved");
+    let records = s.renumberings();
+    assert!(records.iter().any(|r| r.at.starts_with("request") && !r.changed.is_empty()), "{records:?}");
+    let caller = records.iter().find(|r| r.at == "caller").expect("the caller's IDs were matched");
+    assert!(caller.ambiguous.is_empty() && caller.missing.is_empty(), "{caller:?}");
+
+    // The next command names the top face by the ID the caller holds; it reaches the same face.
+    let mut next = serde_json::to_value(&program.commands[split]).expect("json");
+    let top = before.faces.iter().find(|f| f.id == next["on"]).expect("the sketch's face").centroid;
+    next["on"] = id_of(&held, top).into();
+    assert_ne!(next["on"], serde_json::to_value(&program.commands[split]).expect("json")["on"]);
+    let next: freecad_bridge::Command = serde_json::from_value(next).expect("command");
+    reference.execute(&program.commands[split]).expect("reference");
+    s.execute(&next).expect("the translated command");
+    // From here the caller reads the worker's numbering again, as after any command.
+    for c in &program.commands[split + 1..] {
+        reference.execute(c).expect("reference");
+        s.execute(c).expect("run");
+    }
+    assert_eq!(s.state(), reference.state(), "the same part as an undisturbed run");
+}
+
+#[test]
+fn a_command_recorded_against_another_numbering_is_matched_by_geometry() {
+    let program = example("plate_counterbore");
+    let mut reference = session();
+    reference.execute_program(&program).expect("reference");
+    let mut s = session();
+    let split = 4;
+    for c in &program.commands[..split] {
+        s.execute(c).expect("run");
+    }
+    // The state as another process numbered it: every face ID one place on.
+    let mut recorded = s.state().clone();
+    let n = recorded.faces.len();
+    let shifted = |id: &str| format!("F{}", id[1..].parse::<usize>().expect("index") % n + 1);
+    for f in &mut recorded.faces {
+        f.id = shifted(&f.id);
+    }
+    recorded.faces.rotate_right(1);
+    let mut next = serde_json::to_value(&program.commands[split]).expect("json");
+    next["on"] = shifted(next["on"].as_str().expect("a face")).into();
+    let next: freecad_bridge::Command = serde_json::from_value(next).expect("command");
+    s.execute_recorded(&next, &recorded).expect("matched by geometry");
+    assert!(s.renumberings().iter().any(|r| r.at.starts_with("recorded state")), "the match is recorded");
+    for c in &program.commands[split + 1..] {
+        s.execute(c).expect("run");
+    }
+    assert_eq!(s.state(), reference.state(), "the same part as with the original numbering");
+
+    // Two faces that cannot be told apart: the command naming one of them is refused.
+    let mut doubled = s.state().clone();
+    let copy = doubled.faces[0].clone();
+    doubled.faces.push(freecad_bridge::state::Face { id: format!("F{}", doubled.faces.len() + 1), ..copy });
+    let sketch = common::program(
+        r#"{"commands": [{"op": "sketch", "name": "S9", "on": "F1", "primitives": [{"type": "circle", "center": [0, 0], "radius": 1}]}]}"#,
+    );
+    let err = s.execute_recorded(&sketch.commands[0], &doubled).expect_err("ambiguous");
+    assert!(err.to_string().contains("cannot be told apart"), "{err}");
+}

@@ -43,10 +43,10 @@ pub use error::{BridgeError, CallError};
 pub use lower::{Invalid, lower};
 pub use pool::{WorkerPool, default_workers};
 pub use session::{
-    BooleanVolumes, Executed, KeptComparison, KeptSlot, MassProperties, Parameter, Preview, Session, Similarity,
-    StepError, Tessellation, TriangleMesh,
+    BooleanVolumes, Executed, KeptComparison, KeptSlot, MassProperties, Parameter, Preview, Renumbering, Session,
+    Similarity, StepError, Tessellation, TriangleMesh,
 };
-pub use state::{BoundingBox, ModelState};
+pub use state::{BoundingBox, EntityMatch, ModelState};
 pub use worker::{FAULT_ENV, WorkerConfig, WorkerProcess, worker_main};
 
 /// Parse a program, naming the JSON path of the first problem

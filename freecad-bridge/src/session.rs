@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::command::{Command, Program};
 use crate::error::{BridgeError, CallError};
 use crate::lower::lower;
-use crate::state::{BoundingBox, Frame, ModelState};
+use crate::state::{BoundingBox, EntityMatch, Frame, ModelState};
 use crate::worker::{WorkerConfig, WorkerProcess};
 
 /// What a successful command produced.
@@ -91,9 +91,77 @@ pub struct Session {
     config: WorkerConfig,
     worker: Option<WorkerProcess>,
     /// Every request that changed the document, in order: replaying it rebuilds the document.
-    log: Vec<Value>,
+    log: Vec<Logged>,
+    /// The entity table as the caller knows it (the IDs it sends).
     state: ModelState,
+    /// The same document as the current worker numbers it: it differs from `state` only
+    /// after a replay numbered entities differently, until the next change.
+    worker_state: ModelState,
+    /// While the two differ: the caller's IDs matched to the worker's by signature.
+    id_map: Option<EntityMatch>,
+    renumberings: Vec<Renumbering>,
     replacements: usize,
+}
+
+/// One logged request, and for a command the worker's entity table it was sent against (so
+/// a replay that numbers entities differently can match its IDs by signature).
+#[derive(Debug, Clone)]
+struct Logged {
+    request: Value,
+    before: Option<ModelState>,
+}
+
+/// A replay numbered entities differently from the process before it; the IDs were matched
+/// by geometric signature ([`ModelState::match_entities`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Renumbering {
+    /// Where: `request N` of the replayed log, or `caller` for the IDs the caller holds.
+    pub at: String,
+    /// Old ID -> new ID, for the entities whose ID changed.
+    pub changed: BTreeMap<String, String>,
+    /// Old IDs that match several entities (refused where named).
+    pub ambiguous: Vec<String>,
+    /// Old IDs with no entity of their signature any more (refused where named).
+    pub missing: Vec<String>,
+}
+
+impl Renumbering {
+    fn of(at: String, m: &EntityMatch) -> Renumbering {
+        Renumbering {
+            at,
+            changed: m.map.iter().filter(|(a, b)| a != b).map(|(a, b)| (a.clone(), b.clone())).collect(),
+            ambiguous: m.ambiguous.clone(),
+            missing: m.missing.clone(),
+        }
+    }
+}
+
+/// Whether a string is an entity ID (`F3`, `E14`, `V1`).
+fn is_entity_id(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some('F' | 'E' | 'V')) && s.len() > 1 && chars.all(|c| c.is_ascii_digit())
+}
+
+/// Rewrite every entity ID in a request by the match; an ID that could not be matched
+/// uniquely is refused with the reason.
+fn translate_ids(value: &mut Value, m: &EntityMatch) -> Result<(), String> {
+    match value {
+        Value::String(s) if is_entity_id(s) => {
+            if let Some(new) = m.map.get(s.as_str()) {
+                *s = new.clone();
+            } else if m.ambiguous.contains(s) {
+                return Err(format!(
+                    "{s} cannot be told apart from another entity of the same geometry in the rebuilt document (the worker was replaced and numbered entities differently); name the entity again from the current state"
+                ));
+            } else if m.missing.contains(s) {
+                return Err(format!("{s} has no entity of its geometry in the rebuilt document"));
+            }
+            Ok(())
+        }
+        Value::Array(items) => items.iter_mut().try_for_each(|v| translate_ids(v, m)),
+        Value::Object(map) => map.values_mut().try_for_each(|v| translate_ids(v, m)),
+        _ => Ok(()),
+    }
 }
 
 /// A refusal from FreeCAD: reason and the entity it names.
@@ -103,7 +171,30 @@ impl Session {
     /// Start a worker with an empty document.
     pub fn new(config: WorkerConfig) -> Result<Self, BridgeError> {
         let worker = WorkerProcess::spawn(&config).map_err(BridgeError::Worker)?;
-        Ok(Session { config, worker: Some(worker), log: Vec::new(), state: ModelState::empty(), replacements: 0 })
+        Ok(Session {
+            config,
+            worker: Some(worker),
+            log: Vec::new(),
+            state: ModelState::empty(),
+            worker_state: ModelState::empty(),
+            id_map: None,
+            renumberings: Vec::new(),
+            replacements: 0,
+        })
+    }
+
+    /// A new entity table from the worker: the caller and the worker agree again.
+    fn adopt(&mut self, state: ModelState) -> &ModelState {
+        self.worker_state = state.clone();
+        self.state = state;
+        self.id_map = None;
+        &self.state
+    }
+
+    /// The renumberings replays have met, in order: IDs matched by signature so that no
+    /// caller sees a difference.
+    pub fn renumberings(&self) -> &[Renumbering] {
+        &self.renumberings
     }
 
     /// The entity table after the last successful command.
@@ -138,11 +229,36 @@ impl Session {
         let request = json!({"type": "execute", "command": lowered});
         match self.call(request, true)? {
             Ok(mut response) => {
-                self.state = take_state(&mut response)?;
+                let state = take_state(&mut response)?;
+                self.adopt(state);
                 serde_json::from_value(response).map_err(|e| protocol(format!("bad execute response: {e}")))
             }
             Err((reason, entity)) => Err(BridgeError::Command { op, entity, reason }),
         }
+    }
+
+    /// Execute a command written against `recorded`, an entity table of the same document
+    /// from another process (a GERD step's state before it). Where this process numbers the
+    /// entities differently, the command's IDs are first matched by geometric signature
+    /// (refused where an ID matches no entity or several), and the match is recorded in
+    /// [`Session::renumberings`].
+    pub fn execute_recorded(&mut self, command: &Command, recorded: &ModelState) -> Result<Executed, BridgeError> {
+        if recorded.same_numbering(&self.state) {
+            return self.execute(command);
+        }
+        let op = command.op().to_string();
+        let m = recorded.match_entities(&self.state);
+        let mut value = serde_json::to_value(command).map_err(|e| protocol(e.to_string()))?;
+        translate_ids(&mut value, &m).map_err(|reason| BridgeError::Command {
+            op: op.clone(),
+            entity: None,
+            reason,
+        })?;
+        let translated: Command = serde_json::from_value(value).map_err(|e| protocol(e.to_string()))?;
+        if m.renumbers() {
+            self.renumberings.push(Renumbering::of(format!("recorded state before {op}"), &m));
+        }
+        self.execute(&translated)
     }
 
     /// Execute a whole program, stopping at the first failing command; the document then
@@ -170,8 +286,8 @@ impl Session {
         }
         match self.call(json!({"type": "set_parameters", "values": values}), true)? {
             Ok(response) => {
-                self.state = serde_json::from_value(response).map_err(|e| protocol(e.to_string()))?;
-                Ok(&self.state)
+                let state = serde_json::from_value(response).map_err(|e| protocol(e.to_string()))?;
+                Ok(self.adopt(state))
             }
             Err((reason, _)) => Err(BridgeError::Parameters { reason }),
         }
@@ -200,8 +316,8 @@ impl Session {
         let previous_log = std::mem::take(&mut self.log);
         match self.call(request, true)? {
             Ok(response) => {
-                self.state = serde_json::from_value(response).map_err(|e| protocol(e.to_string()))?;
-                Ok(&self.state)
+                let state = serde_json::from_value(response).map_err(|e| protocol(e.to_string()))?;
+                Ok(self.adopt(state))
             }
             Err((reason, _)) => {
                 self.log = previous_log;
@@ -240,8 +356,8 @@ impl Session {
     /// Start over with an empty document.
     pub fn reset(&mut self) -> Result<&ModelState, BridgeError> {
         self.log.clear();
-        self.state = self.query(json!({"type": "reset"}), "model state")?;
-        Ok(&self.state)
+        let state = self.query(json!({"type": "reset"}), "model state")?;
+        Ok(self.adopt(state))
     }
 
     /// Replace the worker with a fresh one holding the same document (recycling long-lived
@@ -299,9 +415,15 @@ impl Session {
 
     /// Send one request. The outer error is a lost worker (already replaced, document
     /// rebuilt); the inner one is FreeCAD refusing the request.
-    fn call(&mut self, request: Value, logged: bool) -> Result<Result<Value, Refusal>, BridgeError> {
+    fn call(&mut self, mut request: Value, logged: bool) -> Result<Result<Value, Refusal>, BridgeError> {
         if self.worker.is_none() {
             self.rebuild().map_err(BridgeError::Worker)?;
+        }
+        // After a renumbering replay the caller's IDs are translated to the worker's.
+        if let Some(m) = &self.id_map
+            && let Err(reason) = translate_ids(&mut request, m)
+        {
+            return Ok(Err((reason, None)));
         }
         let timeout = self.config.call_timeout;
         let Some(worker) = self.worker.as_mut() else {
@@ -310,7 +432,8 @@ impl Session {
         match worker.call(&request, timeout) {
             Ok(v) => {
                 if logged {
-                    self.log.push(request);
+                    let before = (request["type"] == "execute").then(|| self.worker_state.clone());
+                    self.log.push(Logged { request, before });
                 }
                 Ok(Ok(v))
             }
@@ -327,32 +450,92 @@ impl Session {
         }
     }
 
+    /// Tests: replace the worker as if the process so far had numbered the faces otherwise
+    /// (each face's ID moved one place on), so the replay meets a renumbering. The caller's
+    /// state afterwards uses the shifted IDs, and they name the same faces as before.
+    #[doc(hidden)]
+    pub fn debug_replay_with_shifted_face_ids(&mut self) -> Result<(), BridgeError> {
+        fn shift(state: &mut ModelState) -> EntityMatch {
+            let n = state.faces.len();
+            let mut m = EntityMatch::default();
+            for i in 0..n {
+                m.map.insert(format!("F{}", i + 1), format!("F{}", (i + 1) % n + 1));
+            }
+            for f in &mut state.faces {
+                f.id = m.map[&f.id].clone();
+            }
+            state.faces.rotate_right(1.min(n));
+            for body in &mut state.bodies {
+                body.faces = body.faces.iter().map(|f| m.map.get(f).cloned().unwrap_or_else(|| f.clone())).collect();
+            }
+            m
+        }
+        for entry in &mut self.log {
+            if let Some(before) = &mut entry.before {
+                let m = shift(before);
+                translate_ids(&mut entry.request, &m).map_err(protocol)?;
+            }
+        }
+        shift(&mut self.state);
+        self.worker = None;
+        self.replacements += 1;
+        self.rebuild().map_err(BridgeError::Worker)
+    }
+
     /// Start a worker and replay the log into it.
     ///
     /// OpenCascade may number the faces and edges of the same geometry differently in
     /// another process (its booleans iterate maps keyed by memory addresses), and IDs are
-    /// FreeCAD's numbering. A replay that numbers them differently is refused: the log's
-    /// later commands would name other entities.
+    /// FreeCAD's numbering. Where the replay numbers them differently from the process
+    /// before, each logged command's IDs are matched by geometric signature to the new
+    /// numbering before it is sent, and the caller's IDs likewise afterwards; the match is
+    /// recorded ([`Session::renumberings`]). Only an ID the log names that matches no
+    /// entity, or several, stops the replay: its commands would name other entities.
     fn rebuild(&mut self) -> Result<(), CallError> {
         let mut worker = WorkerProcess::spawn(&self.config)?;
-        for request in &self.log {
-            if let Err(e) = worker.call(request, self.config.call_timeout) {
-                return Err(match e {
-                    CallError::Rejected { reason, .. } => CallError::Protocol(format!("replay diverged: {reason}")),
-                    other => other,
-                });
+        let mut current = ModelState::empty();
+        let mut relogged = Vec::with_capacity(self.log.len());
+        let mut renumbered = Vec::new();
+        for (n, entry) in self.log.iter().enumerate() {
+            let mut request = entry.request.clone();
+            if let Some(before) = &entry.before
+                && !before.same_numbering(&current)
+            {
+                let m = before.match_entities(&current);
+                translate_ids(&mut request, &m)
+                    .map_err(|reason| CallError::Protocol(format!("replay diverged at request {}: {reason}", n + 1)))?;
+                if m.renumbers() {
+                    renumbered.push(Renumbering::of(format!("request {}", n + 1), &m));
+                }
             }
-        }
-        if !self.log.is_empty() {
-            let state: ModelState = worker.call(&json!({"type": "state"}), self.config.call_timeout).and_then(|v| {
-                serde_json::from_value(v).map_err(|e| CallError::Protocol(format!("bad model state: {e}")))
+            let mut response = worker.call(&request, self.config.call_timeout).map_err(|e| match e {
+                CallError::Rejected { reason, .. } => CallError::Protocol(format!("replay diverged: {reason}")),
+                other => other,
             })?;
-            if !self.state.same_numbering(&state) {
-                return Err(CallError::Protocol(
-                    "replay diverged: the new worker numbered the faces, edges or vertices differently".into(),
-                ));
-            }
+            let next = if request["type"] == "execute" { response["state"].take() } else { response };
+            let next: ModelState = serde_json::from_value(next)
+                .map_err(|e| CallError::Protocol(format!("bad model state in the replay: {e}")))?;
+            relogged.push(Logged { before: entry.before.as_ref().map(|_| current.clone()), request });
+            current = next;
         }
+        self.id_map = None;
+        if !self.log.is_empty() && !self.state.same_numbering(&current) {
+            let m = self.state.match_entities(&current);
+            renumbered.push(Renumbering::of("caller".into(), &m));
+            self.id_map = Some(m);
+        }
+        for r in &renumbered {
+            tracing::warn!(
+                "the new worker numbers entities differently ({}): {} IDs matched by signature, {} ambiguous, {} missing",
+                r.at,
+                r.changed.len(),
+                r.ambiguous.len(),
+                r.missing.len()
+            );
+        }
+        self.renumberings.extend(renumbered);
+        self.worker_state = current;
+        self.log = relogged;
         self.worker = Some(worker);
         Ok(())
     }
@@ -536,4 +719,27 @@ fn absolute_text(path: &Path) -> Result<String, BridgeError> {
     std::path::absolute(path)
         .map(|a| a.to_string_lossy().into_owned())
         .map_err(|e| BridgeError::Load { path: path.display().to_string(), reason: e.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_translated_and_an_ambiguous_one_is_refused_with_the_reason() {
+        let mut m = EntityMatch::default();
+        m.map.insert("F1".into(), "F2".into());
+        m.map.insert("E3".into(), "E3".into());
+        m.ambiguous.push("F4".into());
+        let mut request = json!({"type": "execute", "command": {"op": "sketch", "name": "S2", "on": "F1",
+            "constraints": [{"type": "concentric", "a": "g0", "b": "E3"}], "edges": ["F1", "S1.g3"]}});
+        translate_ids(&mut request, &m).expect("translated");
+        assert_eq!(request["command"]["on"], "F2");
+        assert_eq!(request["command"]["edges"], json!(["F2", "S1.g3"]), "names that are not IDs stay");
+        assert_eq!(request["command"]["name"], "S2");
+        let mut ambiguous = json!({"on": "F4"});
+        let reason = translate_ids(&mut ambiguous, &m).expect_err("refused");
+        assert!(reason.contains("F4") && reason.contains("cannot be told apart"), "{reason}");
+        assert!(!is_entity_id("Fillet") && !is_entity_id("F") && is_entity_id("V12"));
+    }
 }

@@ -3,6 +3,8 @@
 //! `F12`, `E33`, `V5` map one-to-one onto FreeCAD's sub-element names of the current shape
 //! (`Face12`, `Edge33`, `Vertex5`), so they are valid exactly for the state they came from.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::command::{EntityId, EntityKind};
@@ -225,9 +227,71 @@ impl ModelState {
             && self.vertices.iter().zip(&other.vertices).all(|(a, b)| close(a.point, b.point))
     }
 
+    /// The entity of `other` that each entity of this state is, by geometric signature:
+    /// kind and position (a face's centroid, an edge's midpoint, a vertex's point) to 1e-6
+    /// of the part's size, and a face's area or an edge's length to 1e-6 relative. Only
+    /// entities with exactly one match on each side are mapped; the others are listed as
+    /// ambiguous or missing.
+    pub fn match_entities(&self, other: &ModelState) -> EntityMatch {
+        let scale = self.bbox.map_or(1.0, |b| b.diagonal()).max(1e-9);
+        let close = |a: Point3, b: Point3| (0..3).all(|i| (a[i] - b[i]).abs() <= 1e-6 * scale);
+        let close_opt = |a: Option<Point3>, b: Option<Point3>| match (a, b) {
+            (Some(a), Some(b)) => close(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        let same_size = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(scale * scale * 1e-12);
+        let mut out = EntityMatch::default();
+        let faces = |a: &Face, b: &Face| a.kind == b.kind && close(a.centroid, b.centroid) && same_size(a.area, b.area);
+        let edges =
+            |a: &Edge, b: &Edge| a.kind == b.kind && close_opt(a.midpoint, b.midpoint) && same_size(a.length, b.length);
+        let vertices = |a: &Vertex, b: &Vertex| close(a.point, b.point);
+        pair_up(&self.faces, &other.faces, |f| &f.id, faces, &mut out);
+        pair_up(&self.edges, &other.edges, |e| &e.id, edges, &mut out);
+        pair_up(&self.vertices, &other.vertices, |v| &v.id, vertices, &mut out);
+        out
+    }
+
     /// The names of features of one FreeCAD type.
     pub fn features_of(&self, type_id: &str) -> impl Iterator<Item = &str> {
         self.features.iter().filter(move |f| f.type_id == type_id).map(|f| f.name.as_str())
+    }
+}
+
+/// How the entities of one state correspond to another's ([`ModelState::match_entities`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EntityMatch {
+    /// ID here -> ID there, for entities matched one to one.
+    pub map: BTreeMap<String, String>,
+    /// IDs whose signature fits several entities there, or several here.
+    pub ambiguous: Vec<String>,
+    /// IDs with no entity of that signature there.
+    pub missing: Vec<String>,
+}
+
+impl EntityMatch {
+    /// Whether the match changes any ID.
+    pub fn renumbers(&self) -> bool {
+        self.map.iter().any(|(a, b)| a != b)
+    }
+}
+
+fn pair_up<T>(
+    here: &[T],
+    there: &[T],
+    id: impl Fn(&T) -> &String,
+    same: impl Fn(&T, &T) -> bool,
+    out: &mut EntityMatch,
+) {
+    for a in here {
+        let candidates: Vec<&T> = there.iter().filter(|b| same(a, b)).collect();
+        match candidates.as_slice() {
+            [] => out.missing.push(id(a).clone()),
+            [b] if here.iter().filter(|c| same(c, b)).count() == 1 => {
+                out.map.insert(id(a).clone(), id(b).clone());
+            }
+            _ => out.ambiguous.push(id(a).clone()),
+        }
     }
 }
 
@@ -262,5 +326,32 @@ mod tests {
         let mut swapped = a.clone();
         swapped.faces.swap(0, 1);
         assert!(!a.same_numbering(&swapped));
+    }
+
+    #[test]
+    fn entities_are_matched_by_signature_and_doubles_are_ambiguous() {
+        let mut a = ModelState::empty();
+        a.bbox = Some(BoundingBox { min: [0.0; 3], max: [10.0; 3] });
+        a.faces = vec![face("F1", [0.0, 0.0, 0.0]), face("F2", [5.0, 5.0, 10.0]), face("F3", [5.0, 0.0, 5.0])];
+        let mut renumbered = a.clone();
+        renumbered.faces.rotate_left(1);
+        for (i, f) in renumbered.faces.iter_mut().enumerate() {
+            f.id = format!("F{}", i + 1);
+        }
+        renumbered.faces[0].centroid[0] += 1e-10; // the kernel's last bits
+        let m = a.match_entities(&renumbered);
+        let expected: BTreeMap<String, String> =
+            [("F1", "F3"), ("F2", "F1"), ("F3", "F2")].iter().map(|(x, y)| (x.to_string(), y.to_string())).collect();
+        assert_eq!(m.map, expected);
+        assert!(m.renumbers() && m.ambiguous.is_empty() && m.missing.is_empty());
+
+        // Two faces of one signature: neither can be told from the other.
+        let mut doubled = a.clone();
+        doubled.faces.push(face("F4", [5.0, 5.0, 10.0]));
+        let m = doubled.match_entities(&doubled);
+        assert_eq!(m.ambiguous, ["F2", "F4"]);
+        assert_eq!(m.map.get("F1").map(String::as_str), Some("F1"));
+        let m = a.match_entities(&ModelState { faces: a.faces[..2].to_vec(), ..a.clone() });
+        assert_eq!(m.missing, ["F3"]);
     }
 }

@@ -127,11 +127,15 @@ fn reproduce(session: &mut Session, record: &PartRecord, dir: &Path) -> Result<(
     let path = |name: &str| scratch.path().join(name);
     let bridge = |e| GerdError::bridge(&record.id, e);
     session.reset().map_err(bridge)?;
-    session.execute_program(&record.program).map_err(|e| GerdError::Step {
-        part: record.id.clone(),
-        index: e.index,
-        error: e.error,
-    })?;
+    // Each command against the state it was recorded on: a process that numbers entities
+    // otherwise has the command's IDs matched by geometry.
+    for (index, command) in record.program.commands.iter().enumerate() {
+        let executed = match record.states.get(index) {
+            Some(recorded) => session.execute_recorded(command, recorded),
+            None => session.execute(command),
+        };
+        executed.map_err(|error| GerdError::Step { part: record.id.clone(), index, error })?;
+    }
     session.measure(Some(&path("built.brep"))).map_err(bridge)?;
     session.scale_extrusions(1.1).map_err(|error| GerdError::Ex10p { part: record.id.clone(), error })?;
     session.measure(Some(&path("edited.brep"))).map_err(bridge)?;
