@@ -191,7 +191,7 @@ mod tests {
     fn unit_cube_centres_the_box_and_scales_its_largest_extent_to_one() {
         let props = MassProperties {
             volume: 1000.0,
-            area: 0.0,
+            area: None,
             solids: 1,
             valid: true,
             bbox: BoundingBox { min: [10.0, 0.0, 0.0], max: [30.0, 10.0, 5.0] },

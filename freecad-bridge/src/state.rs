@@ -212,13 +212,8 @@ impl ModelState {
     /// The same entities under the same IDs: kinds and positions agree index by index (to
     /// 1e-6 of the part's size; the kernel's arithmetic may differ in the last bits).
     pub fn same_numbering(&self, other: &ModelState) -> bool {
-        let scale = self.bbox.map_or(1.0, |b| b.diagonal()).max(1e-9);
-        let close = |a: Point3, b: Point3| (0..3).all(|i| (a[i] - b[i]).abs() <= 1e-6 * scale);
-        let close_opt = |a: Option<Point3>, b: Option<Point3>| match (a, b) {
-            (Some(a), Some(b)) => close(a, b),
-            (None, None) => true,
-            _ => false,
-        };
+        let near = Near::of(self);
+        let (close, close_opt) = (|a, b| near.point(a, b), |a, b| near.optional(a, b));
         self.faces.len() == other.faces.len()
             && self.edges.len() == other.edges.len()
             && self.vertices.len() == other.vertices.len()
@@ -233,13 +228,9 @@ impl ModelState {
     /// entities with exactly one match on each side are mapped; the others are listed as
     /// ambiguous or missing.
     pub fn match_entities(&self, other: &ModelState) -> EntityMatch {
-        let scale = self.bbox.map_or(1.0, |b| b.diagonal()).max(1e-9);
-        let close = |a: Point3, b: Point3| (0..3).all(|i| (a[i] - b[i]).abs() <= 1e-6 * scale);
-        let close_opt = |a: Option<Point3>, b: Option<Point3>| match (a, b) {
-            (Some(a), Some(b)) => close(a, b),
-            (None, None) => true,
-            _ => false,
-        };
+        let near = Near::of(self);
+        let (close, close_opt) = (|a, b| near.point(a, b), |a, b| near.optional(a, b));
+        let scale = near.scale;
         let same_size = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(scale * scale * 1e-12);
         let mut out = EntityMatch::default();
         let faces = |a: &Face, b: &Face| a.kind == b.kind && close(a.centroid, b.centroid) && same_size(a.area, b.area);
@@ -255,6 +246,30 @@ impl ModelState {
     /// The names of features of one FreeCAD type.
     pub fn features_of(&self, type_id: &str) -> impl Iterator<Item = &str> {
         self.features.iter().filter(move |f| f.type_id == type_id).map(|f| f.name.as_str())
+    }
+}
+
+/// Positions equal to 1e-6 of the part's size (the kernel's arithmetic may differ in the
+/// last bits from one process to another).
+struct Near {
+    scale: f64,
+}
+
+impl Near {
+    fn of(state: &ModelState) -> Near {
+        Near { scale: state.bbox.map_or(1.0, |b| b.diagonal()).max(1e-9) }
+    }
+
+    fn point(&self, a: Point3, b: Point3) -> bool {
+        (0..3).all(|i| (a[i] - b[i]).abs() <= 1e-6 * self.scale)
+    }
+
+    fn optional(&self, a: Option<Point3>, b: Option<Point3>) -> bool {
+        match (a, b) {
+            (Some(a), Some(b)) => self.point(a, b),
+            (None, None) => true,
+            _ => false,
+        }
     }
 }
 
