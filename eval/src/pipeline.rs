@@ -228,7 +228,7 @@ fn score(
     } else {
         // The flipped prediction against the ground truth; the meshes are not needed again.
         session
-            .compare_kept(&pred_t, &gt_t, LINEAR_DEFLECTION, ANGULAR_DEFLECTION, true)
+            .intersect_kept(&pred_t, &gt_t)
             .map_err(|e| e.to_string())
             .and_then(|c| exact_from(&c.common, &c.boolean_error, c.volume_prediction, c.volume_ground_truth))
     };

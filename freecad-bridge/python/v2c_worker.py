@@ -704,13 +704,18 @@ def set_parameters(values):
 # ---------------------------------------------------------------------------- files
 
 
-def read_step(path):
-    """The shape of a STEP file: its one solid, or the compound of what it holds."""
+def _read_shape(path, what):
     shape = Part.Shape()
     try:
         shape.read(path)
     except Exception as exc:
-        raise CommandFailed("cannot read STEP file %s: %s" % (path, exception_text(exc)), path)
+        raise CommandFailed("cannot read %s %s: %s" % (what, path, exception_text(exc)), path)
+    return shape
+
+
+def read_step(path):
+    """The shape of a STEP file: its one solid, or the compound of what it holds."""
+    shape = _read_shape(path, "STEP file")
     if shape.isNull() or not shape.Faces:
         raise CommandFailed("STEP file %s holds no geometry" % path, path)
     if len(shape.Solids) == 1:
@@ -858,11 +863,7 @@ def plane_frame(on):
 
 
 def _read_brep(path):
-    shape = Part.Shape()
-    try:
-        shape.read(path)
-    except Exception as exc:
-        raise CommandFailed("cannot read shape %s: %s" % (path, exception_text(exc)), path)
+    shape = _read_shape(path, "shape")
     if shape.isNull():
         raise CommandFailed("shape %s is empty" % path, path)
     return shape
@@ -987,7 +988,8 @@ def keep_shape(req):
 
 
 def compare_kept(req):
-    """Mesh the two kept shapes, each transformed, and (with `booleans`) intersect them: one
+    """Mesh the two kept shapes, each transformed (unless `mesh` is false), and (with
+    `booleans`) intersect them: one
     common, since vol(A fuse B) = vol(A) + vol(B) - vol(A common B). A failed boolean is
     reported, not raised, so the caller can fall back on the meshes."""
     shapes = []
@@ -997,9 +999,15 @@ def compare_kept(req):
         shapes.append(_similar(KEPT[slot], transform))
     p, g = shapes
     started = time.perf_counter()
+
+    def mesh(shape):
+        if not req.get("mesh", True):
+            return {"positions": [], "triangles": []}
+        return _triangle_mesh(shape, req["linear_deflection"], req["angular_deflection"])
+
     out = {
-        "prediction": _triangle_mesh(p, req["linear_deflection"], req["angular_deflection"]),
-        "ground_truth": _triangle_mesh(g, req["linear_deflection"], req["angular_deflection"]),
+        "prediction": mesh(p),
+        "ground_truth": mesh(g),
         "volume_prediction": sum(s.Volume for s in p.Solids),
         "volume_ground_truth": sum(s.Volume for s in g.Solids),
         "common": None,

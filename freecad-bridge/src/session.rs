@@ -710,7 +710,20 @@ impl Session {
     ) -> Result<KeptComparison, BridgeError> {
         let request = json!({"type": "compare_kept", "transform_prediction": transform_prediction,
             "transform_ground_truth": transform_ground_truth, "linear_deflection": linear_deflection,
-            "angular_deflection": angular_deflection, "booleans": booleans});
+            "angular_deflection": angular_deflection, "booleans": booleans, "mesh": true});
+        self.query(request, "comparison")
+    }
+
+    /// The exact boolean of the two kept shapes, transformed, without meshing them (their
+    /// meshes are known already): only `common` and the volumes are filled in.
+    pub fn intersect_kept(
+        &mut self,
+        transform_prediction: &Similarity,
+        transform_ground_truth: &Similarity,
+    ) -> Result<KeptComparison, BridgeError> {
+        let request = json!({"type": "compare_kept", "transform_prediction": transform_prediction,
+            "transform_ground_truth": transform_ground_truth, "linear_deflection": 1.0,
+            "angular_deflection": 1.0, "booleans": true, "mesh": false});
         self.query(request, "comparison")
     }
 }
