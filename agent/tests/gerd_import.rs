@@ -208,10 +208,10 @@ fn test100_programs_import_as_single_solids() {
     assert!(imported >= MIN_TEST100_IMPORTED, "only {imported} of test100 import");
 }
 
-/// What the importer achieves on test100. The other 13: ten whose extrusions make separate
-/// solids (eight of their STEPs are several solids too; two quantised programs meet only in
-/// a sliver), two whose holes touch the outer wire or each other, one wire with a spike.
-const MIN_TEST100_IMPORTED: usize = 87;
+/// What the importer achieves on test100. The other 9 are several separate solids, which one
+/// PartDesign body cannot hold (most of their STEPs are several solids too; some quantised
+/// programs meet only in a sliver).
+const MIN_TEST100_IMPORTED: usize = 91;
 
 #[test]
 fn deepcad_fixture_imports_as_one_solid() {

@@ -8,6 +8,7 @@ use crate::cli::shard::ShardArgs;
 use anyhow::{Context, Result, bail};
 use freecad_bridge::WorkerPool;
 use gerd::export::{Format, Task};
+use gerd::import::Placement;
 use gerd::record::{PartSource, RecordOptions, Split, part_dir, read_part, write_index, write_part};
 
 use crate::WorkerArgs;
@@ -334,6 +335,54 @@ struct CadcoderRow {
     ground_truth: String,
 }
 
+/// Where a test100 row's inputs are named from, for its provenance.
+struct CadcoderNames<'a> {
+    jsonl: &'a std::path::Path,
+    steps: &'a std::path::Path,
+    images: &'a std::path::Path,
+}
+
+/// Why a test100 row did not import: the converter refused it, or the record could not be
+/// written (its steps or its 10% edit failed).
+#[derive(Debug, thiserror::Error)]
+enum RowFailure {
+    #[error(transparent)]
+    Import(#[from] gerd::import::ImportError),
+    #[error(transparent)]
+    Record(#[from] gerd::GerdError),
+}
+
+fn import_cadcoder_row(
+    session: &mut freecad_bridge::Session,
+    row: &CadcoderRow,
+    id: &str,
+    names: &CadcoderNames,
+    out: &std::path::Path,
+    placement: Placement,
+    note: Option<String>,
+) -> Result<(), RowFailure> {
+    let mut imported = gerd::import::import_cadquery_with(&row.ground_truth, session, placement)?;
+    imported.notes.extend(note);
+    let part = PartSource {
+        id: id.to_string(),
+        source: "cadcoder-test100".into(),
+        split: Split::Test,
+        licence: "Apache-2.0 (CAD-Coder, anniedoris/CAD-Coder inference/)".into(),
+        // Names, not this machine's paths: a dataset moves.
+        provenance: format!(
+            "{} row {}; ground-truth STEP {}/{id}.step; {}",
+            file_name(names.jsonl),
+            row.image,
+            file_name(names.steps),
+            imported.notes.join("; ")
+        ),
+        program: imported.program,
+        target_image: Some(names.images.join(&row.image)),
+    };
+    write_part(session, &part, out, &RecordOptions::default())?;
+    Ok(())
+}
+
 fn import(args: &ImportArgs) -> Result<ExitCode> {
     match &args.source {
         ImportSource::Cadcoder { jsonl, steps, images, out, workers, worker } => {
@@ -352,30 +401,22 @@ fn import(args: &ImportArgs) -> Result<ExitCode> {
                 &rows,
                 |session, row| {
                     let id = row.image.trim_end_matches(".png").trim_end_matches("_0").to_string();
-                    let outcome = gerd::import::import_cadquery(&row.ground_truth, session)
-                        .map_err(|e| format!("{id}: {e}"))
-                        .and_then(|imported| {
-                            let part = PartSource {
-                                id: id.clone(),
-                                source: "cadcoder-test100".into(),
-                                split: Split::Test,
-                                licence: "Apache-2.0 (CAD-Coder, anniedoris/CAD-Coder inference/)".into(),
-                                // Names, not this machine's paths: a dataset moves.
-                                provenance: format!(
-                                    "{} row {}; ground-truth STEP {}/{id}.step; {}",
-                                    file_name(jsonl),
-                                    row.image,
-                                    file_name(steps),
-                                    imported.notes.join("; ")
-                                ),
-                                program: imported.program,
-                                target_image: Some(images.join(&row.image)),
-                            };
-                            write_part(session, &part, out, &RecordOptions::default())
-                                .map(|_| ())
-                                .map_err(|e| format!("{id}: {e}"))
-                        });
-                    Ok(outcome)
+                    let names = CadcoderNames { jsonl, steps, images };
+                    let first = import_cadcoder_row(session, row, &id, &names, out, Placement::FacesFirst, None);
+                    let outcome = match first {
+                        // FreeCAD 0.20 renames faces when an earlier depth changes, and a
+                        // sketch on a renamed face loses its support: place every sketch on
+                        // a plane instead, which the edit cannot take away.
+                        Err(RowFailure::Record(gerd::GerdError::Ex10p { error, .. })) => {
+                            let note = format!(
+                                "every sketch on a plane: with sketches on faces the 10% edit failed ({error})"
+                            );
+                            session.reset()?;
+                            import_cadcoder_row(session, row, &id, &names, out, Placement::PlanesOnly, Some(note))
+                        }
+                        other => other,
+                    };
+                    Ok(outcome.map_err(|e| format!("{id}: {e}")))
                 },
                 |r| bar.tick(!matches!(r, Ok(Ok(())))),
             );

@@ -16,7 +16,9 @@ use std::fmt;
 use freecad_bridge::Session;
 use freecad_bridge::command::Mode;
 
-use super::{Curve, Feature, Frame3, ImportError, Imported, Span, V3, arc_angles, build, circumcircle, norm, sub};
+use super::{
+    Curve, Feature, Frame3, ImportError, Imported, Placement, Span, V3, arc_angles, build, circumcircle, norm, sub,
+};
 
 /// Why CadQuery text was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -435,6 +437,9 @@ struct Eval {
     alias: Option<String>,
     contexts: Vec<Context>,
     features: Vec<Feature>,
+    /// Holes of a feature's sketch that touch its outer wire, by the feature's index: CadQuery
+    /// cuts them from the face; here a pocket of their own cuts them after the pad.
+    touching_holes: HashMap<usize, Feature>,
     notes: Vec<String>,
     line: usize,
 }
@@ -707,7 +712,24 @@ impl Eval {
                 }
                 let c = &mut self.contexts[ctx];
                 c.first_point = None;
-                let wire = std::mem::take(&mut c.pending_edges);
+                let mut wire = std::mem::take(&mut c.pending_edges);
+                // A spike can also sit where the wire closes: its last line runs back
+                // over its first.
+                while wire.len() > 2 {
+                    let Some(net) = spike_net(wire[wire.len() - 1], wire[0]) else { break };
+                    let at = match wire[0] {
+                        Curve2::Line(a, _) => a,
+                        _ => unreachable!("spike_net takes lines only"),
+                    };
+                    wire.pop();
+                    wire.remove(0);
+                    wire.extend(net);
+                    self.notes.push(format!(
+                        "line {line}: dropped a zero-width spike at ({}, {}) where the wire closes",
+                        at[0], at[1]
+                    ));
+                }
+                let c = &mut self.contexts[ctx];
                 c.pending_wires.push(wire);
                 Ok(Value::Workplane { ctx, top: Top::Wire })
             }
@@ -763,12 +785,38 @@ impl Eval {
                     return self
                         .semantic(format!("extrude with no closed wire pending on the workplane of line {created}"));
                 }
-                if let Some(problem) = nesting_problem(&wires) {
-                    return self.unsupported(format!(
-                        "a sketch whose {problem}: CadQuery makes the first wire the outer boundary and every other wire a hole, FreeCAD nests wires by containment, and the two differ here"
-                    ));
+                let mut wires = wires;
+                let Nesting { touching_outer: touching, touching_pairs } = match nesting(&wires) {
+                    Ok(n) => n,
+                    Err(problem) => {
+                        return self.unsupported(format!(
+                            "a sketch whose {problem}: CadQuery makes the first wire the outer boundary and every other wire a hole, FreeCAD nests wires by containment, and the two differ here"
+                        ))
+                    }
+                };
+                match separate_touching_holes(&mut wires, &touching_pairs) {
+                    Ok(shrunk) if shrunk.is_empty() => {}
+                    Ok(shrunk) => {
+                        let names: Vec<String> = shrunk.iter().map(|k| format!("wire {}", k + 1)).collect();
+                        self.notes.push(format!(
+                            "line {line}: holes touch each other (a wall of zero thickness, invalid in CadQuery too); shrank the circle of {} by {TANGENT_HOLE_SHRINK:e} of the sketch's size",
+                            names.join(", ")
+                        ));
+                    }
+                    Err((a, b)) => {
+                        return self.unsupported(format!(
+                            "a sketch whose holes {} and {} touch and neither is a circle (a wall of zero thickness)",
+                            a + 1,
+                            b + 1
+                        ));
+                    }
                 }
-                let loops: Vec<Vec<Curve>> = wires.iter().map(|w| to_global(&plane, w)).collect();
+                let (cut_later, kept): (Vec<_>, Vec<_>) =
+                    wires.iter().enumerate().partition(|(k, _)| touching.contains(k));
+                let global = |ws: Vec<(usize, &Vec<Curve2>)>| -> Vec<Vec<Curve>> {
+                    ws.into_iter().map(|(_, w)| to_global(&plane, w)).collect()
+                };
+                let (loops, hole_loops) = (global(kept), global(cut_later));
                 let areas: Vec<f64> = loops.iter().map(|l| super::loop_area(l, &plane).abs()).collect();
                 let expected_area = Some(areas[0] - areas[1..].iter().sum::<f64>());
                 let span = if both {
@@ -778,13 +826,28 @@ impl Eval {
                 } else {
                     Span { forward: 0.0, backward: -d }
                 };
+                let label = format!("extrusion of line {line}");
+                if !hole_loops.is_empty() {
+                    let holes: Vec<String> = touching.iter().map(|k| (k + 1).to_string()).collect();
+                    self.touching_holes.insert(
+                        self.features.len(),
+                        Feature {
+                            plane,
+                            loops: hole_loops,
+                            span,
+                            mode: Mode::Cut,
+                            label: format!("{label}, wire {} (touches the outer wire)", holes.join(" and ")),
+                            expected_area: None,
+                        },
+                    );
+                }
                 self.features.push(Feature {
                     plane,
                     loops,
                     span,
                     // The mode is decided when the solid joins the part.
                     mode: Mode::Add,
-                    label: format!("extrusion of line {line}"),
+                    label,
                     expected_area,
                 });
                 Ok(Value::Solid(Solid { steps: vec![(Mode::Add, self.features.len() - 1)] }))
@@ -802,54 +865,131 @@ impl Eval {
         if start == end {
             return self.semantic(format!("zero-length edge at ({}, {})", start[0], start[1]));
         }
-        // A line straight back over the previous one makes a zero-width spike: CadQuery
-        // builds the wire, but the face and solid are not valid in either kernel.
-        if let (Some(Curve2::Line(a, b)), Curve2::Line(_, e)) = (c.pending_edges.last(), curve) {
-            let (u, v) = ([b[0] - a[0], b[1] - a[1]], [e[0] - start[0], e[1] - start[1]]);
-            let cross = u[0] * v[1] - u[1] * v[0];
-            let dot = u[0] * v[0] + u[1] * v[1];
-            if dot < 0.0 && cross.abs() <= 1e-12 * (u[0].hypot(u[1]) * v[0].hypot(v[1])) {
-                return self.unsupported(format!(
-                    "a wire that doubles back on itself at ({}, {}) (a zero-width spike)",
-                    start[0], start[1]
-                ));
-            }
-        }
         if c.first_point.is_none() {
             c.first_point = Some(start);
+        }
+        // A line straight back over the previous one makes a zero-width spike. CadQuery's
+        // face fixing drops it (the solid it builds has no spike), and FreeCAD's sketch
+        // would not close around it, so the two lines become their net line.
+        if let Some(&last) = c.pending_edges.last() {
+            if let Some(net) = spike_net(last, curve) {
+                c.pending_edges.pop();
+                c.pending_edges.extend(net);
+                self.notes.push(format!(
+                    "line {}: dropped a zero-width spike at ({}, {}) (a line straight back over the previous one)",
+                    self.line, start[0], start[1]
+                ));
+                return Ok(());
+            }
         }
         c.pending_edges.push(curve);
         Ok(())
     }
 }
 
-/// Where CadQuery's "first wire outer, the rest holes" and FreeCAD's containment-based
-/// face maker would build different faces: a later wire not strictly inside the first, or
-/// two holes that touch or nest. None when they agree.
-fn nesting_problem(wires: &[Vec<Curve2>]) -> Option<String> {
+/// How CadQuery's "first wire outer, every other wire a hole" maps onto FreeCAD's
+/// containment-based face maker. The two agree when every hole lies inside the first wire
+/// and no hole lies inside another (holes may touch each other: both makers then cut both).
+/// They differ for a hole that touches the outer wire, which FreeCAD does not take for a
+/// hole: those holes are returned, to be cut by a pocket of their own. Err names a layout
+/// CadQuery builds differently from any FreeCAD sketch (a wire outside the first, nested or
+/// overlapping holes).
+fn nesting(wires: &[Vec<Curve2>]) -> Result<Nesting, String> {
+    let mut nesting = Nesting::default();
     if wires.len() < 2 {
-        return None;
+        return Ok(nesting);
     }
     let polygons: Vec<Vec<[f64; 2]>> = wires.iter().map(|w| sample_wire(w)).collect();
     let extent = polygons.iter().flatten().flat_map(|p| p.iter()).fold(0.0f64, |m, x| m.max(x.abs())).max(1e-12);
     let eps = 1e-7 * extent;
-    let clear_inside = |k: usize, of: usize| {
-        polygons[k].iter().all(|p| inside(*p, &polygons[of]) && boundary_distance(*p, &wires[of]) > eps)
+    let on = |p: [f64; 2], of: usize| boundary_distance(p, &wires[of]) <= eps;
+    // Inside or on the boundary, and not entirely on it.
+    let within = |k: usize, of: usize| {
+        polygons[k].iter().all(|p| inside(*p, &polygons[of]) || on(*p, of)) && polygons[k].iter().any(|p| !on(*p, of))
     };
-    let clear_outside = |k: usize, of: usize| {
-        polygons[k].iter().all(|p| !inside(*p, &polygons[of]) && boundary_distance(*p, &wires[of]) > eps)
-    };
+    let outside = |k: usize, of: usize| polygons[k].iter().all(|p| !inside(*p, &polygons[of]) || on(*p, of));
     for k in 1..wires.len() {
-        if !clear_inside(k, 0) {
-            return Some(format!("wire {} is not strictly inside the first", k + 1));
+        if !within(k, 0) {
+            return Err(format!("wire {} is not inside the first", k + 1));
+        }
+        if polygons[k].iter().any(|p| on(*p, 0)) {
+            nesting.touching_outer.push(k);
         }
         for l in 1..k {
-            if !(clear_outside(k, l) && clear_outside(l, k)) {
-                return Some(format!("holes {} and {} touch or nest", l + 1, k + 1));
+            if !(outside(k, l) && outside(l, k)) {
+                return Err(format!("holes {} and {} nest or overlap", l + 1, k + 1));
+            }
+            if polygons[k].iter().any(|p| on(*p, l)) || polygons[l].iter().any(|p| on(*p, k)) {
+                nesting.touching_pairs.push((l, k));
             }
         }
     }
-    None
+    Ok(nesting)
+}
+
+/// What [`nesting`] finds in a sketch CadQuery and FreeCAD both build.
+#[derive(Debug, Default)]
+struct Nesting {
+    /// Holes that touch the outer wire.
+    touching_outer: Vec<usize>,
+    /// Holes that touch each other from outside.
+    touching_pairs: Vec<(usize, usize)>,
+}
+
+/// Part of a sketch's size by which a circular hole that touches another hole shrinks:
+/// holes that touch leave a wall of zero thickness, which makes the solid invalid in both
+/// kernels (CadQuery builds it invalid), and a shrunk hole leaves a wall FreeCAD accepts.
+const TANGENT_HOLE_SHRINK: f64 = 1e-5;
+
+/// Shrink one circle of every pair of touching holes (the larger, or one already shrunk)
+/// by [`TANGENT_HOLE_SHRINK`] of the sketch's size. Returns the holes shrunk, or Err with
+/// a pair of which neither is a circle.
+fn separate_touching_holes(wires: &mut [Vec<Curve2>], pairs: &[(usize, usize)]) -> Result<Vec<usize>, (usize, usize)> {
+    let radius = |w: &[Curve2]| match w {
+        [Curve2::Circle(_, r)] => Some(*r),
+        _ => None,
+    };
+    let extent = wires.iter().flat_map(|w| sample_wire(w)).fold(0.0f64, |m, p| m.max(p[0].abs()).max(p[1].abs()));
+    let mut shrunk: Vec<usize> = Vec::new();
+    for &(a, b) in pairs {
+        if shrunk.contains(&a) || shrunk.contains(&b) {
+            continue;
+        }
+        let pick = match (radius(&wires[a]), radius(&wires[b])) {
+            (Some(ra), Some(rb)) => {
+                if ra >= rb {
+                    a
+                } else {
+                    b
+                }
+            }
+            (Some(_), None) => a,
+            (None, Some(_)) => b,
+            (None, None) => return Err((a, b)),
+        };
+        if let [Curve2::Circle(_, r)] = wires[pick].as_mut_slice() {
+            *r -= TANGENT_HOLE_SHRINK * extent;
+        }
+        shrunk.push(pick);
+    }
+    shrunk.sort_unstable();
+    Ok(shrunk)
+}
+
+/// The net of a line followed by a line straight back over it (a zero-width spike): no
+/// edge when the second ends where the first started, else the one line between the ends.
+/// None when the two do not double back.
+fn spike_net(last: Curve2, next: Curve2) -> Option<Vec<Curve2>> {
+    let (Curve2::Line(a, b), Curve2::Line(start, e)) = (last, next) else { return None };
+    let (u, v) = ([b[0] - a[0], b[1] - a[1]], [e[0] - start[0], e[1] - start[1]]);
+    let (lu, lv) = (u[0].hypot(u[1]), v[0].hypot(v[1]));
+    let cross = u[0] * v[1] - u[1] * v[0];
+    let dot = u[0] * v[0] + u[1] * v[1];
+    if start != b || dot >= 0.0 || cross.abs() > 1e-12 * lu * lv {
+        return None;
+    }
+    let rest = (e[0] - a[0]).hypot(e[1] - a[1]);
+    Some(if rest <= 1e-12 * lu.max(lv) { Vec::new() } else { vec![Curve2::Line(a, e)] })
 }
 
 /// A dense polygon through the wire (arcs and circles at 64 points).
@@ -990,6 +1130,7 @@ fn features_of(code: &str) -> Result<(Vec<Feature>, Vec<String>), CqError> {
         alias: None,
         contexts: Vec::new(),
         features: Vec::new(),
+        touching_holes: HashMap::new(),
         notes: Vec::new(),
         line: 0,
     };
@@ -1013,6 +1154,22 @@ fn features_of(code: &str) -> Result<(Vec<Feature>, Vec<String>), CqError> {
         }
         let mut f = ev.features[*index].clone();
         f.mode = *mode;
+        if let Some(holes) = ev.touching_holes.get(index) {
+            // Pad then pocket equals CadQuery's face only where the pocket meets nothing
+            // built before it; for the part's first solid that holds by construction.
+            if !out.is_empty() || *mode != Mode::Add {
+                return Err(CqError::Unsupported {
+                    line: ev.line,
+                    construct: format!(
+                        "{}: a hole touching the outer wire in an extrusion that is not the part's first solid (CadQuery cuts the hole from this extrusion alone; a pocket would also cut what is built before it)",
+                        holes.label
+                    ),
+                });
+            }
+            out.push(f);
+            out.push(holes.clone());
+            continue;
+        }
         out.push(f);
     }
     let unused = seen.iter().filter(|s| !**s).count();
@@ -1025,8 +1182,13 @@ fn features_of(code: &str) -> Result<(Vec<Feature>, Vec<String>), CqError> {
 /// Import CAD-Coder-style CadQuery code: build it in `session` (which should hold an empty
 /// document) and return the program in the command language.
 pub fn import_cadquery(code: &str, session: &mut Session) -> Result<Imported, ImportError> {
+    import_cadquery_with(code, session, Placement::FacesFirst)
+}
+
+/// [`import_cadquery`] with a choice of where sketches may go.
+pub fn import_cadquery_with(code: &str, session: &mut Session, placement: Placement) -> Result<Imported, ImportError> {
     let (features, notes) = features_of(code)?;
-    build(session, &features, notes)
+    build(session, &features, notes, placement)
 }
 
 #[cfg(test)]
@@ -1151,30 +1313,79 @@ mod tests {
     }
 
     #[test]
-    fn holes_must_lie_strictly_inside_the_first_wire() {
+    fn holes_inside_the_first_wire_stay_in_its_sketch_and_touching_ones_become_a_pocket() {
         let square = "wp.moveTo(0, 0).lineTo(4, 0).lineTo(4, 4).lineTo(0, 4).close()";
-        let run = |second: &str| {
+        let run = |second: &str, third: &str| {
             features_of(&format!(
-                "import cadquery as cq\nwp = {PLANE}\nl0 = {square}\nl1 = {second}\nsolid = wp.add(l0).add(l1).extrude(1)\n"
+                "import cadquery as cq\nwp = {PLANE}\nl0 = {square}\nl1 = {second}\nl2 = {third}\nsolid = wp.add(l0).add(l1).add(l2).extrude(1)\n"
             ))
         };
-        assert!(run("wp.moveTo(2, 2).circle(1)").is_ok());
-        // Tangent to the outer boundary, outside it, and a wire sharing the outer's corner.
-        for bad in [
-            "wp.moveTo(3, 2).circle(1)",
-            "wp.moveTo(6, 2).circle(1)",
-            "wp.moveTo(0, 0).lineTo(1, 0).lineTo(1, 1).close()",
-        ] {
-            let err = run(bad).expect_err(bad);
-            assert!(
-                matches!(&err, CqError::Unsupported { line: 5, construct } if construct.contains("wire 2")),
-                "{err}"
-            );
+        let loops = |f: &Feature| f.loops.len();
+        let (f, notes) = run("wp.moveTo(1, 2).circle(0.5)", "wp.moveTo(2.5, 2).circle(1)").unwrap();
+        assert_eq!(f.len(), 1, "two holes tangent to each other are both holes of the one sketch");
+        assert_eq!(loops(&f[0]), 3);
+        // The larger one shrinks a little, so the wall between them is not of zero thickness.
+        assert!(notes.iter().any(|n| n.contains("shrank the circle of wire 3")), "{notes:?}");
+        let Curve::Circle { radius, .. } = f[0].loops[2][0] else { panic!("{:?}", f[0].loops[2]) };
+        assert!(radius < 1.0 && radius > 1.0 - 1e-4, "{radius}");
+        let err = run(
+            "wp.moveTo(1, 1).lineTo(2, 1).lineTo(2, 2).close()",
+            "wp.moveTo(2, 1).lineTo(3, 1).lineTo(3, 2).close()",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("holes 2 and 3 touch and neither is a circle"), "{err}");
+        // Tangent to the outer boundary, and a triangle on the outer's corner: pad then pocket.
+        for touching in ["wp.moveTo(3, 2).circle(1)", "wp.moveTo(0, 0).lineTo(1, 0).lineTo(1, 1).close()"] {
+            let (f, _) = run(touching, "wp.moveTo(1, 3).circle(0.2)").expect(touching);
+            assert_eq!(f.len(), 2, "{touching}");
+            assert_eq!((f[0].mode, loops(&f[0]), f[1].mode, loops(&f[1])), (Mode::Add, 2, Mode::Cut, 1));
+            assert_eq!((f[1].span.forward, f[1].span.backward), (f[0].span.forward, f[0].span.backward));
+            assert!(f[1].label.contains("wire 2"), "{}", f[1].label);
+            let expected = f[0].expected_area.unwrap();
+            assert!((expected - (16.0 - std::f64::consts::PI * 0.04)).abs() < 1e-9, "{expected}");
         }
-        let spike = "wp.moveTo(1, 1).lineTo(3, 1).lineTo(2, 1).lineTo(2, 3).close()";
-        assert!(matches!(run(spike), Err(CqError::Unsupported { line: 4, .. })));
+        for (second, third, wire) in [
+            ("wp.moveTo(6, 2).circle(1)", "wp.moveTo(1, 3).circle(0.2)", "wire 2 is not inside"),
+            ("wp.moveTo(2, 2).circle(1)", "wp.moveTo(2, 2).circle(0.5)", "holes 2 and 3 nest"),
+            ("wp.moveTo(2, 2).circle(1)", "wp.moveTo(2.5, 2).circle(1)", "holes 2 and 3 nest"),
+        ] {
+            let err = run(second, third).expect_err(second);
+            assert!(matches!(&err, CqError::Unsupported { line: 6, construct } if construct.contains(wire)), "{err}");
+        }
         let arcs = "wp.moveTo(1, 1).lineTo(3, 1).threePointArc((3.9, 2), (3, 3)).lineTo(1, 3).close()";
-        assert!(run(arcs).is_ok(), "an arc 0.1 from the boundary is inside");
+        let (f, _) = run(arcs, "wp.moveTo(0.5, 0.5).circle(0.2)").unwrap();
+        assert_eq!(f.len(), 1, "an arc 0.1 from the boundary is inside");
+    }
+
+    #[test]
+    fn a_touching_hole_after_the_first_solid_is_refused_by_name() {
+        let code = format!(
+            "import cadquery as cq\nwp = {PLANE}\nbase = wp.moveTo(-5, -5).lineTo(5, -5).lineTo(5, 5).lineTo(-5, 5).close().extrude(1)\nl0 = wp.moveTo(0, 0).lineTo(4, 0).lineTo(4, 4).lineTo(0, 4).close()\nl1 = wp.moveTo(3, 2).circle(1)\nsolid = base.union(wp.add(l0).add(l1).extrude(2))\n"
+        );
+        let err = features_of(&code).unwrap_err();
+        assert!(err.to_string().contains("not the part's first solid"), "{err}");
+    }
+
+    #[test]
+    fn zero_width_spikes_are_dropped_mid_wire_and_where_the_wire_closes() {
+        let run = |wire: &str| {
+            let code = format!("import cadquery as cq\nwp = {PLANE}\nsolid = {wire}.extrude(1)\n");
+            let (f, notes) = features_of(&code).expect(wire);
+            (f[0].loops[0].clone(), f[0].plane, notes)
+        };
+        // Out and back: the spike goes, the triangle stays.
+        let (wire, _, notes) = run("wp.moveTo(1, 1).lineTo(3, 1).lineTo(2, 1).lineTo(2, 3).close()");
+        assert_eq!(wire.len(), 3, "{wire:?}");
+        assert!(notes.iter().any(|n| n.contains("zero-width spike at (3, 1)")), "{notes:?}");
+        // The test100 shape: spikes down to y = 0 at both ends, one where the wire closes.
+        let (wire, plane, notes) = run(
+            "wp.lineTo(0, 1).lineTo(4, 1).lineTo(4, 0).lineTo(4, 1).lineTo(4, 2).lineTo(0, 2).lineTo(0, 1).lineTo(0, 0).close()",
+        );
+        assert_eq!(notes.iter().filter(|n| n.contains("zero-width spike")).count(), 2, "{notes:?}");
+        let corners: Vec<V3> = wire.iter().map(|c| c.points()[0]).collect();
+        assert_eq!(wire.len(), 4, "a rectangle is left: {corners:?}");
+        let area = crate::import::loop_area(&wire, &plane).abs();
+        assert!((area - 4.0).abs() < 1e-12, "{area}");
     }
 
     #[test]

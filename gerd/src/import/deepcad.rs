@@ -212,7 +212,7 @@ pub fn import_deepcad_in(json: &str, session: &mut Session, units: Units) -> Res
             other => return Err(unsupported(format!("feature type {other}"), &step.entity)),
         }
     }
-    build(session, &features, notes)
+    build(session, &features, notes, super::Placement::FacesFirst)
 }
 
 fn extrusion(

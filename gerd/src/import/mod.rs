@@ -42,7 +42,7 @@ use freecad_bridge::command::{Command, Extent, Extrude, Mode, Plane, PlaneRotati
 use freecad_bridge::state::{FaceKind, Frame};
 use freecad_bridge::{BridgeError, Program, Session};
 
-pub use cadquery::{CqError, Expr, Stmt, import_cadquery, parse_cadquery};
+pub use cadquery::{CqError, Expr, Stmt, import_cadquery, import_cadquery_with, parse_cadquery};
 pub use deepcad::{Units, import_deepcad, import_deepcad_in};
 
 /// A program in the command language, with what the importer noticed on the way.
@@ -254,6 +254,19 @@ struct Builder<'s> {
     /// Construction planes made so far, with their planes, for reuse.
     planes: Vec<(String, Frame3)>,
     sketches: usize,
+    placement: Placement,
+}
+
+/// Where the importer may put a sketch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Placement {
+    /// On an existing face by ID where one holds the sketch plane (the design intent: the
+    /// sketch follows the face when an earlier depth changes), else on a plane.
+    #[default]
+    FacesFirst,
+    /// On base or construction planes only: for a program whose face attachments FreeCAD
+    /// 0.20 cannot keep through an edit (the face a sketch sits on is renamed or split).
+    PlanesOnly,
 }
 
 /// Relative tolerance on the parallelism of two unit normals.
@@ -298,6 +311,7 @@ pub(crate) fn build(
     session: &mut Session,
     features: &[Feature],
     mut notes: Vec<String>,
+    placement: Placement,
 ) -> Result<Imported, ImportError> {
     if features.is_empty() {
         return Err(ImportError::Geometry { what: "the program".into(), reason: "it builds no solid".into() });
@@ -317,6 +331,7 @@ pub(crate) fn build(
         counts: PlacementCounts::default(),
         planes: Vec::new(),
         sketches: 0,
+        placement,
     };
     let mut i = 0;
     while i < features.len() {
@@ -501,12 +516,13 @@ impl Builder<'_> {
             norm(cross(normal, z)) <= PARALLEL_TOLERANCE
                 && dot(sub(f.plane.origin, point), normal).abs() <= COPLANAR_TOLERANCE * size
         };
+        let on_faces = self.placement == Placement::FacesFirst;
         let candidates: Vec<(String, f64)> = self
             .session
             .state()
             .faces
             .iter()
-            .filter(|face| face.kind == FaceKind::Plane)
+            .filter(|face| on_faces && face.kind == FaceKind::Plane)
             .filter_map(|face| {
                 let n = unit(face.normal?)?;
                 coplanar(n, face.centroid).then(|| (face.id.clone(), face.area))
