@@ -139,7 +139,49 @@ impl SimRates {
 pub struct Sim {
     oracle: Oracle,
     rates: SimRates,
-    rng: ChaCha8Rng,
+    streams: Streams,
+}
+
+/// One generator per error kind, indexed by [`Kind`].
+#[derive(Debug)]
+struct Streams(Vec<ChaCha8Rng>);
+
+impl Streams {
+    fn new(seed: u64) -> Streams {
+        Streams(
+            (0..6u64)
+                .map(|kind| {
+                    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                    rng.set_stream(kind);
+                    rng
+                })
+                .collect(),
+        )
+    }
+
+    fn uniform(&mut self, kind: Kind) -> f64 {
+        (self.0[kind as usize].next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// A standard normal draw (Box-Muller).
+    fn normal(&mut self, kind: Kind) -> f64 {
+        let u1 = self.uniform(kind).max(1e-300);
+        let u2 = self.uniform(kind);
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+}
+
+/// The error kinds, each drawn from its own stream: a draw of one kind never shifts the draws
+/// of another, so configurations that differ in one kind (no-LCB's frame draws) see the same
+/// reference confusions, slot for slot, as long as their runs take the same steps.
+#[derive(Clone, Copy)]
+enum Kind {
+    Operation,
+    Parameter,
+    Reference,
+    Frame,
+    Coordinate,
+    Judge,
 }
 
 impl Sim {
@@ -147,22 +189,19 @@ impl Sim {
     /// so the parts of a run draw independent errors and a run repeats to the bit.
     pub fn new(oracle: Oracle, rates: SimRates) -> Sim {
         let part = oracle.program_digest();
-        Sim { oracle: oracle.tolerant(), rates, rng: ChaCha8Rng::seed_from_u64(rates.seed ^ part) }
+        Sim { oracle: oracle.tolerant(), rates, streams: Streams::new(rates.seed ^ part) }
     }
 
-    fn uniform(&mut self) -> f64 {
-        (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    fn uniform(&mut self, kind: Kind) -> f64 {
+        self.streams.uniform(kind)
     }
 
-    fn chance(&mut self, p: f64) -> bool {
-        p > 0.0 && self.uniform() < p
+    fn chance(&mut self, kind: Kind, p: f64) -> bool {
+        p > 0.0 && self.uniform(kind) < p
     }
 
-    /// A standard normal draw (Box-Muller).
-    fn normal(&mut self) -> f64 {
-        let u1 = self.uniform().max(1e-300);
-        let u2 = self.uniform();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    fn normal(&mut self, kind: Kind) -> f64 {
+        self.streams.normal(kind)
     }
 
     fn stage1(&mut self, answer: &mut Value, ctx: &Context, injected: &mut Vec<Value>) {
@@ -171,8 +210,8 @@ impl Sim {
         if op == "end" {
             return;
         }
-        if self.chance(self.rates.operation) {
-            let pick = self.uniform();
+        if self.chance(Kind::Operation, self.rates.operation) {
+            let pick = self.uniform(Kind::Operation);
             let before = command.clone();
             let mode = command["mode"].as_str().map(str::to_string);
             let kind = command["extent"]["type"].as_str().map(str::to_string);
@@ -226,7 +265,7 @@ impl Sim {
                 }
             }
             for (key, x, value) in draws {
-                let relative = self.rates.parameter * self.normal();
+                let relative = self.rates.parameter * self.normal(Kind::Parameter);
                 let y = round4(x * (1.0 + relative));
                 *value = y.into();
                 injected.push(json!({"stage": "stage1", "kind": "parameter", "where": format!("{op}.{key}"),
@@ -252,7 +291,7 @@ impl Sim {
     /// With probability `reference`, `slot` names the entity nearest the right one instead.
     fn confuse(&mut self, slot: &mut Value, ctx: &Context, op: &str, injected: &mut Vec<Value>) {
         let Some(text) = slot.as_str().map(str::to_string) else { return };
-        if !self.chance(self.rates.reference) {
+        if !self.chance(Kind::Reference, self.rates.reference) {
             return;
         }
         let (head, tail) = match text.split_once('.') {
@@ -298,7 +337,7 @@ impl Sim {
         // Frame confusion first (the model's whole drawing), then the hand's noise.
         if !lcb {
             let convention = conventional_frame(&request.on, &meta.frame);
-            if self.chance(self.rates.frame) {
+            if self.chance(Kind::Frame, self.rates.frame) {
                 injected.push(json!({"stage": "stage2", "kind": "frame", "where": request.name,
                     "what": "drawn in the global axes projected onto the plane"}));
             } else {
@@ -332,7 +371,7 @@ impl Sim {
                     noisy.push(*q);
                     continue;
                 }
-                let d = [sigma * self.normal(), sigma * self.normal()];
+                let d = [sigma * self.normal(Kind::Coordinate), sigma * self.normal(Kind::Coordinate)];
                 largest = largest.max(d[0].abs()).max(d[1].abs());
                 count += 1;
                 let q = [round4(p[0] + d[0]), round4(p[1] + d[1])];
@@ -347,7 +386,7 @@ impl Sim {
             });
             for prim in primitives.iter_mut() {
                 if let Some(r) = prim.get("radius").and_then(Value::as_f64) {
-                    let d = sigma * self.normal();
+                    let d = sigma * self.normal(Kind::Coordinate);
                     largest = largest.max(d.abs());
                     count += 1;
                     prim["radius"] = round4((r + d).max(r * 0.05)).into();
@@ -371,7 +410,7 @@ impl Sim {
         };
         let estimate = ratio * boxes;
         let mut accept = estimate >= self.rates.judge_threshold;
-        let flipped = self.chance(self.rates.judge_flip);
+        let flipped = self.chance(Kind::Judge, self.rates.judge_flip);
         if flipped {
             accept = !accept;
         }
@@ -487,6 +526,18 @@ mod tests {
         let mean = draws.iter().sum::<f64>() / draws.len() as f64;
         let var = draws.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / draws.len() as f64;
         assert!(mean.abs() < 0.03 && (var - 1.0).abs() < 0.05, "mean {mean}, variance {var}");
+    }
+
+    #[test]
+    fn each_error_kind_draws_from_its_own_stream() {
+        let (mut plain, mut with_frames) = (Streams::new(7), Streams::new(7));
+        for _ in 0..5 {
+            with_frames.uniform(Kind::Frame);
+        }
+        let draws = |s: &mut Streams| (0..5).map(|_| s.uniform(Kind::Reference)).collect::<Vec<_>>();
+        assert_eq!(draws(&mut plain), draws(&mut with_frames), "frame draws shifted the reference draws");
+        let mut other = Streams::new(7);
+        assert_ne!(draws(&mut other), (0..5).map(|_| other.uniform(Kind::Coordinate)).collect::<Vec<_>>());
     }
 
     #[test]
