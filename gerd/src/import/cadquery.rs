@@ -889,7 +889,8 @@ impl Eval {
 
 /// How CadQuery's "first wire outer, every other wire a hole" maps onto FreeCAD's
 /// containment-based face maker. The two agree when every hole lies inside the first wire
-/// and no hole lies inside another (holes may touch each other: both makers then cut both).
+/// and no hole lies inside another. Holes that touch each other are returned as pairs (their
+/// zero-thickness wall is separated by [`separate_touching_holes`]).
 /// They differ for a hole that touches the outer wire, which FreeCAD does not take for a
 /// hole: those holes are returned, to be cut by a pocket of their own. Err names a layout
 /// CadQuery builds differently from any FreeCAD sketch (a wire outside the first, nested or
