@@ -571,6 +571,34 @@ impl Run<'_> {
             self.trace.event(json!({"event": "end", "step": turn.step, "reason": plan.reason}))?;
             return Ok(Attempt::Ended);
         }
+        // The command works in another body: switch before its sketches are placed and
+        // drawn, and switch back (by rebuilding) if the candidate does not get through.
+        let switch = plan.body.clone().map(|name| Command::Body(freecad_bridge::command::BodyChoice { name }));
+        if let Some(c) = &switch
+            && let Err(e) = kernel(&mut self.timing, session, |s| s.execute(c))
+        {
+            return self.failed_candidate(turn, e.to_string());
+        }
+        let outcome = self.attempt_in_body(vlm, session, turn, &state, plan, command, switch.clone())?;
+        if switch.is_some() && !matches!(outcome, Attempt::Accepted) {
+            self.rollback(session)?;
+        }
+        Ok(outcome)
+    }
+
+    /// The rest of [`Self::attempt`], in the body the plan works in: Stage 2, execution and
+    /// preview, Stage 3, commit (with the body switch first, when there is one).
+    #[allow(clippy::too_many_arguments)]
+    fn attempt_in_body(
+        &mut self,
+        vlm: &mut dyn Vlm,
+        session: &mut Session,
+        turn: Turn,
+        state: &ModelState,
+        plan: Plan,
+        command: Command,
+        switch: Option<Command>,
+    ) -> Result<Attempt, LoopError> {
         let mut command_value = plan.command.clone();
         let mut sketches: Vec<Sketch> = Vec::new();
         for sp in &plan.sketches {
@@ -595,7 +623,7 @@ impl Run<'_> {
             Err(reason) => return self.failed_candidate(turn, reason),
         };
         if turn.verify {
-            let verdict = self.stage3(vlm, &state, &plan, &preview, turn)?;
+            let verdict = self.stage3(vlm, state, &plan, &preview, turn)?;
             let retry = match verdict {
                 Asked::Answer(v) if v.accepted() => None,
                 Asked::Answer(v) => {
@@ -623,7 +651,8 @@ impl Run<'_> {
             self.rollback(session)?;
             return self.failed_candidate(turn, e.to_string());
         }
-        let committed: Vec<Command> = sketches.into_iter().map(Command::Sketch).chain([command]).collect();
+        let committed: Vec<Command> =
+            switch.into_iter().chain(sketches.into_iter().map(Command::Sketch)).chain([command]).collect();
         self.trace.event(json!({"event": "execute", "step": turn.step, "attempt": turn.attempt, "ok": true,
             "verified": turn.verify, "commands": committed}))?;
         self.history.extend(committed);
@@ -690,7 +719,10 @@ impl Run<'_> {
             .value("history", history_text(&self.history))
             .value("feedback_text", feedback.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n"))
             .flag("feedback", !feedback.is_empty())
-            .flag("empty", state.empty);
+            .flag("empty", state.empty)
+            .value("bodies", state.bodies.iter().map(|b| b.id.as_str()).collect::<Vec<_>>().join(", "))
+            .value("active_body", format!("B{}", state.active_body_number()))
+            .flag("several_bodies", state.bodies.len() > 1);
         let mut images: Vec<PathBuf> =
             std::iter::once(self.view_path("target.png")).chain(tagged.map(Path::to_path_buf)).collect();
         let examples = match self.retriever.as_mut().map(|r| r.examples(state, &self.history)) {
@@ -874,7 +906,7 @@ impl Run<'_> {
                 .map_err(|e| fail(format!("command {i} ({}): {e}", c.op())))?;
             self.history.push(c.clone());
         }
-        self.steps_done = self.history.iter().filter(|c| !matches!(c, Command::Sketch(_))).count();
+        self.steps_done = self.history.iter().filter(|c| !matches!(c, Command::Sketch(_) | Command::Body(_))).count();
         self.trace.event(json!({"event": "resume", "steps": self.steps_done, "finished": finished}))?;
         self.register(session)?;
         Ok(finished)

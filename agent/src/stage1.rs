@@ -8,10 +8,14 @@ use serde_json::Value;
 
 use crate::selectors;
 
-/// Stage 1's answer: the command and the new sketches it needs.
+/// Stage 1's answer: the command, the new sketches it needs, and the body it works in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub reason: String,
+    /// The body the command works in (`B2` starts the next one) when it is not the active
+    /// body: the harness switches before the sketches are drawn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sketches: Vec<SketchPlan>,
     /// One command of the language other than `sketch`, lengths in model units.
@@ -55,7 +59,7 @@ pub fn resolve_reference(text: &str, state: &ModelState, no_egr: bool) -> Result
         }
         return selectors::resolve(text, state);
     }
-    let head = text.split('.').next().unwrap_or(text);
+    let head = freecad_bridge::command::split_position(text).0;
     if no_egr && head.parse::<EntityId>().is_ok() {
         return Err(format!("'{text}': IDs are not shown in this run; name the entity with a selector"));
     }
@@ -128,6 +132,24 @@ pub fn interpret(
     if plan.command["op"] == "sketch" {
         return Err("a sketch is not a command of its own here: list it in `sketches` and use it in the command".into());
     }
+    if plan.command["op"] == "body" {
+        return Err(
+            "a body is not a command of its own here: name it in `body` beside the command that works in it".into()
+        );
+    }
+    if let Some(body) = &plan.body {
+        let n = state.body_count();
+        let k = body.strip_prefix('B').and_then(|d| d.parse::<usize>().ok()).filter(|&k| format!("B{k}") == *body);
+        if !k.is_some_and(|k| (1..=n + 1).contains(&k)) {
+            return Err(format!(
+                "there is no body {body}: the bodies are B1..B{n}, and the next new one is B{}",
+                n + 1
+            ));
+        }
+        if k == Some(state.active_body_number()) {
+            plan.body = None;
+        }
+    }
     let existing: Vec<String> = history
         .iter()
         .filter_map(|c| match c {
@@ -172,7 +194,9 @@ pub fn sketches_used(command: &Command) -> Vec<String> {
         Command::Extrude(e) => vec![e.profile.clone()],
         Command::Revolve(r) => {
             let mut v = vec![r.profile.clone()];
-            if let Some((sketch, _)) = r.axis.split_once('.') {
+            if r.axis.parse::<EntityId>().is_err()
+                && let Some((sketch, _)) = r.axis.split_once('.')
+            {
                 v.push(sketch.to_string());
             }
             v

@@ -19,6 +19,15 @@ fn expectations() -> Vec<Expected> {
     vec![
         // 20 x 10 x 5 block.
         Expected { name: "box", volume: 1000.0, faces: 6, volume_edited: 1100.0 },
+        // Body B1: the block less a r=2 hole 3 deep; body B2: a r=4 h=8 cylinder whose top
+        // edge is chamfered 1 x 1, which removes a triangle of area 1/2 swept around the axis
+        // at its centroid's radius 4 - 1/3.
+        Expected {
+            name: "two_bodies",
+            volume: 1000.0 - 4.0 * PI * 3.0 + 16.0 * PI * 8.0 - 2.0 * PI * (4.0 - 1.0 / 3.0) * 0.5,
+            faces: 8 + 4,
+            volume_edited: 1100.0 - 4.0 * PI * 3.3 + 16.0 * PI * 8.8 - 2.0 * PI * (4.0 - 1.0 / 3.0) * 0.5,
+        },
         // Four vertical edges rounded: each removes (r^2 - pi r^2 / 4) x height.
         Expected {
             name: "fillet_box",
@@ -118,7 +127,7 @@ fn every_example_program_is_covered() {
     assert_eq!(files, covered, "every example needs hand-computed expectations");
     let ops: std::collections::BTreeSet<&str> =
         expectations().iter().flat_map(|e| example(e.name).commands).map(|c| c.op()).collect();
-    for op in ["sketch", "extrude", "revolve", "sweep", "loft", "fillet", "chamfer", "plane", "end"] {
+    for op in ["sketch", "extrude", "revolve", "sweep", "loft", "fillet", "chamfer", "plane", "body", "end"] {
         assert!(ops.contains(op), "no example uses {op}");
     }
 }
@@ -131,7 +140,7 @@ fn examples_build_the_expected_solids_and_survive_the_depth_edit() {
         s.execute_program(&example(e.name)).unwrap_or_else(|err| panic!("{}: {err}", e.name));
         let state = s.state().clone();
         assert!(state.valid, "{} is not a valid solid", e.name);
-        assert_eq!(state.solids, 1, "{}", e.name);
+        assert!(state.one_solid_per_body(), "{}: {} solids in {} bodies", e.name, state.solids, state.bodies.len());
         assert_close(state.volume, e.volume, &format!("{} volume", e.name));
         assert_eq!(state.faces.len(), e.faces, "{} face count", e.name);
 
@@ -277,4 +286,65 @@ fn a_plane_can_take_any_frame_from_an_origin_and_a_chain_of_rotations() {
     // Spun 90 degrees: x along global y; then tilted 30 degrees about that axis.
     assert!(close(frame.x_axis, [0.0, 1.0, 0.0]), "{:?}", frame.x_axis);
     assert!(close(frame.normal, [sin, 0.0, cos]), "{:?}", frame.normal);
+}
+
+#[test]
+fn two_bodies_number_their_entities_apart_and_keep_to_the_active_body() {
+    let mut s = session();
+    s.execute_program(&example("two_bodies")).expect("two bodies");
+    let state = s.state().clone();
+    let bodies: Vec<(&str, usize, usize)> =
+        state.bodies.iter().map(|b| (b.id.as_str(), b.faces.len(), b.solids)).collect();
+    assert_eq!(bodies, [("B1", 8, 1), ("B2", 4, 1)]);
+    assert_eq!(state.active_body.as_deref(), Some("B1"), "the program switched back to B1 for the hole");
+    assert!(state.faces[..8].iter().all(|f| !f.id.contains('.')), "B1's IDs carry no prefix");
+    assert!(state.faces[8..].iter().all(|f| f.id.starts_with("B2.F")));
+    assert!(
+        state
+            .edges
+            .iter()
+            .filter(|e| e.id.starts_with("B2."))
+            .all(|e| e.vertices.iter().all(|v| v.starts_with("B2.V")))
+    );
+    let body_of = |name: &str| state.feature(name).and_then(|f| f.body.clone());
+    assert_eq!((body_of("S2").as_deref(), body_of("S3").as_deref()), (Some("B2"), Some("B1")));
+    // The cylinder's top face: a B2 face at z = 8 (less the chamfer), found by its ID.
+    let top = state.faces.iter().find(|f| f.id.starts_with("B2.") && (f.centroid[2] - 8.0).abs() < 1e-6).expect("top");
+    let top_id: freecad_bridge::command::EntityId = top.id.parse().expect("ID");
+    assert_eq!((top_id.body, state.face(top_id).map(|f| f.centroid)), (2, Some(top.centroid)));
+
+    // With B1 active, B2's entities cannot be used; the refusal names the body to switch to.
+    let refused = |s: &mut freecad_bridge::Session, json: &str| {
+        let command: freecad_bridge::Command = serde_json::from_str(json).expect("command");
+        s.execute(&command).expect_err(json).to_string()
+    };
+    let sketch_on_b2 = format!(
+        r#"{{"op":"sketch","name":"S9","on":"{}","primitives":[{{"type":"circle","center":[0,0],"radius":1}}]}}"#,
+        top.id
+    );
+    let err = refused(&mut s, &sketch_on_b2);
+    assert!(err.contains("belongs to body B2") && err.contains(r#""name": "B2""#), "{err}");
+    let err = refused(&mut s, r#"{"op":"fillet","edges":["B2.E1"],"radius":0.5}"#);
+    assert!(err.contains("belongs to body B2") && !err.contains("too large"), "{err}");
+    let err = refused(&mut s, r#"{"op":"body","name":"B4"}"#);
+    assert!(err.contains("B1..B2") && err.contains("next new one is B3"), "{err}");
+    let err = refused(
+        &mut s,
+        r#"{"op":"sketch","name":"S9","on":"B2.F9","primitives":[{"type":"circle","center":[0,0],"radius":1}]}"#,
+    );
+    assert!(err.contains("body B2 has B2.F1..B2.F4"), "{err}");
+    // A second lump in one body is refused with the way out.
+    let lump = r#"{"op":"sketch","name":"S9","on":"XY","primitives":[{"type":"circle","center":[80,0],"radius":1}]}"#;
+    s.execute(&serde_json::from_str(lump).expect("sketch")).expect("sketch");
+    let err = refused(&mut s, r#"{"op":"extrude","profile":"S9","mode":"add","extent":{"type":"one_side","depth":2}}"#);
+    assert!(err.contains(r#"{"op": "body", "name": "B3"}"#), "{err}");
+    assert_eq!(s.state().bodies.len(), 2, "refused commands leave the bodies as they were");
+
+    // The STEP file holds both solids, and reads back as two bodies.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let step = dir.path().join("two.step");
+    s.save(None, Some(&step)).expect("save");
+    let loaded = s.load(&step).expect("load").clone();
+    assert_eq!(loaded.bodies.iter().map(|b| b.solids).collect::<Vec<_>>(), [1, 1]);
+    assert_close(loaded.volume, state.volume, "volume read back");
 }

@@ -13,6 +13,7 @@ changed properties are restored, and the document recomputes to exactly its prev
 
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -43,35 +44,54 @@ class CommandFailed(Exception):
 
 
 class Model:
+    """The document: PartDesign bodies B1, B2, ... (one separate solid each), or a loaded
+    shape. Commands work on the active body; B1 is active in a fresh document."""
+
     def __init__(self):
         self.doc = None
         self.reset()
 
-    def reset(self):
+    def reset(self, with_body=True):
         if self.doc is not None:
             FreeCAD.closeDocument(self.doc.Name)
         self.doc = FreeCAD.newDocument("vision2cad")
-        self.body = self.doc.addObject("PartDesign::Body", "Body")
-        self.imported = None  # a Part::Feature holding a loaded STEP, or a loaded body's shape
-        self.referenced = None  # while a command runs: the feature its entity IDs refer to
+        self.bodies = [self.doc.addObject("PartDesign::Body", "Body")] if with_body else []
+        self.body = self.bodies[0] if with_body else None  # the active body
+        self.imported = []  # Part::Features holding a loaded STEP's solids, or a loaded model
+        self.referenced = None  # while a command runs: the owners its entity IDs refer to
         self.doc.recompute()
 
-    # The feature whose shape is "the model": sub-element names (Face3) refer to it. While
-    # a command runs, the new feature becomes the body's tip before it has a shape, so IDs
-    # keep referring to the shape the command was written against.
-    def shape_owner(self):
+    def body_id(self, body):
+        return "B%d" % (self.bodies.index(body) + 1)
+
+    # The features whose shapes are "the model", one per body in body order: sub-element
+    # names (Face3) refer to them. While a command runs, the new feature becomes its body's
+    # tip before it has a shape, so IDs keep referring to the shapes the command was
+    # written against.
+    def owners(self):
         if self.referenced is not None:
             return self.referenced
-        if self.imported is not None:
-            return self.imported
-        tip = self.body.Tip if self.body is not None else None
-        if tip is not None and not tip.Shape.isNull():
-            return tip
-        return None
+        if self.imported:
+            return list(self.imported)
+        out = []
+        for body in self.bodies:
+            tip = body.Tip
+            out.append(tip if tip is not None and not tip.Shape.isNull() else None)
+        return out
+
+    def owner_of(self, body):
+        return self.owners()[self.bodies.index(body)]
+
+    def shapes(self):
+        """The shape of each body (or loaded solid) that has one, in body order."""
+        return [o.Shape for o in self.owners() if o is not None]
 
     def shape(self):
-        owner = self.shape_owner()
-        return None if owner is None else owner.Shape
+        """The whole model: one body's shape, or the compound of every body's shape."""
+        shapes = self.shapes()
+        if not shapes:
+            return None
+        return shapes[0] if len(shapes) == 1 else Part.makeCompound(shapes)
 
 
 MODEL = None
@@ -125,15 +145,20 @@ def _lookup(table, item):
     raise RuntimeError("sub-shape not found in its parent shape")
 
 
-def face_record(i, face, edge_index):
+def body_prefix(k):
+    """The ID prefix of body k (1-based): none for B1, so a one-body model's IDs read F3."""
+    return "" if k == 1 else "B%d." % k
+
+
+def face_record(prefix, i, face, edge_index):
     surface = face.Surface
     kind = _SURFACES.get(type(surface).__name__, "other")
     rec = {
-        "id": "F%d" % (i + 1),
+        "id": "%sF%d" % (prefix, i + 1),
         "kind": kind,
         "area": _clean(face.Area),
         "centroid": _vec(face.CenterOfMass),
-        "edges": ["E%d" % (_lookup(edge_index, e) + 1) for e in face.Edges],
+        "edges": ["%sE%d" % (prefix, _lookup(edge_index, e) + 1) for e in face.Edges],
     }
     if kind == "plane":
         u0, u1, v0, v1 = face.ParameterRange
@@ -152,10 +177,10 @@ def face_record(i, face, edge_index):
     return rec
 
 
-def edge_record(i, edge, vertex_index):
+def edge_record(prefix, i, edge, vertex_index):
     curve = None if edge.Degenerated else edge.Curve
     kind = "degenerate" if curve is None else _CURVES.get(type(curve).__name__, "other")
-    rec = {"id": "E%d" % (i + 1), "kind": kind, "length": _clean(edge.Length)}
+    rec = {"id": "%sE%d" % (prefix, i + 1), "kind": kind, "length": _clean(edge.Length)}
     verts = edge.Vertexes
     if verts:
         rec["start"] = _vec(verts[0].Point)
@@ -173,40 +198,63 @@ def edge_record(i, edge, vertex_index):
             if d.Length > 0:
                 d.normalize()
             rec["direction"] = _vec(d)
-    rec["vertices"] = ["V%d" % (_lookup(vertex_index, v) + 1) for v in verts]
+    rec["vertices"] = ["%sV%d" % (prefix, _lookup(vertex_index, v) + 1) for v in verts]
     return rec
 
 
-def entity_table(shape):
-    if shape is None or shape.isNull():
-        return {
-            "valid": False,
-            "empty": True,
-            "volume": 0.0,
-            "area": 0.0,
-            "solids": 0,
-            "bbox": None,
-            "bodies": [],
-            "faces": [],
-            "edges": [],
-            "vertices": [],
-        }
-    faces, edges, vertices = shape.Faces, shape.Edges, shape.Vertexes
-    edge_index, vertex_index = _index_of(edges), _index_of(vertices)
-    bb = shape.BoundBox
-    face_ids = ["F%d" % (i + 1) for i in range(len(faces))]
-    return {
-        "valid": bool(shape.isValid()) and len(shape.Solids) > 0,
-        "empty": False,
-        "volume": _clean(shape.Volume),
-        "area": _clean(shape.Area),
-        "solids": len(shape.Solids),
-        "bbox": {"min": [_clean(bb.XMin), _clean(bb.YMin), _clean(bb.ZMin)], "max": [_clean(bb.XMax), _clean(bb.YMax), _clean(bb.ZMax)]},
-        "bodies": [{"id": "B1", "faces": face_ids, "solids": len(shape.Solids)}],
-        "faces": [face_record(i, f, edge_index) for i, f in enumerate(faces)],
-        "edges": [edge_record(i, e, vertex_index) for i, e in enumerate(edges)],
-        "vertices": [{"id": "V%d" % (i + 1), "point": _vec(v.Point)} for i, v in enumerate(vertices)],
+def entity_table(owners, active):
+    """Every body's faces, edges and vertices, numbered within the body (`F3`, `B2.F3`).
+
+    `owners` holds each body's shape owner (None for a body with no solid yet); `active`
+    is the index of the active body, or None."""
+    shapes = [o.Shape for o in owners if o is not None]
+    table = {
+        "valid": False,
+        "empty": not shapes,
+        "volume": 0.0,
+        "area": 0.0,
+        "solids": 0,
+        "bbox": None,
+        "bodies": [],
+        "faces": [],
+        "edges": [],
+        "vertices": [],
     }
+    several = len(owners) > 1
+    if several and active is not None:
+        table["active_body"] = "B%d" % (active + 1)
+    if not shapes:
+        if several:
+            table["bodies"] = [{"id": "B%d" % (k + 1), "faces": [], "solids": 0} for k in range(len(owners))]
+        return table
+    every = shapes[0] if len(shapes) == 1 else Part.makeCompound(shapes)
+    bb = every.BoundBox
+    valid = True
+    for k, owner in enumerate(owners):
+        prefix = body_prefix(k + 1)
+        shape = owner.Shape if owner is not None else None
+        if shape is None:
+            table["bodies"].append({"id": "B%d" % (k + 1), "faces": [], "solids": 0})
+            continue
+        faces, edges, vertices = shape.Faces, shape.Edges, shape.Vertexes
+        edge_index, vertex_index = _index_of(edges), _index_of(vertices)
+        valid = valid and bool(shape.isValid()) and len(shape.Solids) > 0
+        table["bodies"].append(
+            {"id": "B%d" % (k + 1), "faces": ["%sF%d" % (prefix, i + 1) for i in range(len(faces))], "solids": len(shape.Solids)}
+        )
+        table["faces"] += [face_record(prefix, i, f, edge_index) for i, f in enumerate(faces)]
+        table["edges"] += [edge_record(prefix, i, e, vertex_index) for i, e in enumerate(edges)]
+        table["vertices"] += [{"id": "%sV%d" % (prefix, i + 1), "point": _vec(v.Point)} for i, v in enumerate(vertices)]
+    table.update(
+        {
+            "valid": valid,
+            "volume": _clean(sum(s.Volume for s in shapes)),
+            "area": _clean(sum(s.Area for s in shapes)),
+            "solids": sum(len(s.Solids) for s in shapes),
+            "bbox": {"min": [_clean(bb.XMin), _clean(bb.YMin), _clean(bb.ZMin)], "max": [_clean(bb.XMax), _clean(bb.YMax), _clean(bb.ZMax)]},
+        }
+    )
+    return table
 
 
 def frame_of(obj):
@@ -222,20 +270,24 @@ def frame_of(obj):
 
 
 def features():
-    """Sketches, construction planes and solid features in body order, for the state."""
+    """Sketches, construction planes and solid features in body order, for the state; with
+    several bodies each names its body."""
     out = []
-    if MODEL.body is None:
-        return out
-    for obj in MODEL.body.Group:
-        entry = {"name": obj.Name, "type": obj.TypeId}
-        if obj.TypeId in ("Sketcher::SketchObject", "PartDesign::Plane"):
-            entry["frame"] = frame_of(obj)
-        out.append(entry)
+    several = len(MODEL.bodies) > 1
+    for k, body in enumerate(MODEL.bodies):
+        for obj in body.Group:
+            entry = {"name": obj.Name, "type": obj.TypeId}
+            if obj.TypeId in ("Sketcher::SketchObject", "PartDesign::Plane"):
+                entry["frame"] = frame_of(obj)
+            if several:
+                entry["body"] = "B%d" % (k + 1)
+            out.append(entry)
     return out
 
 
 def state():
-    table = entity_table(MODEL.shape())
+    active = MODEL.bodies.index(MODEL.body) if MODEL.body in MODEL.bodies else None
+    table = entity_table(MODEL.owners(), active)
     table["features"] = features()
     return table
 
@@ -245,55 +297,96 @@ def state():
 _BASE_PLANES = {"XY": "XY_Plane", "XZ": "XZ_Plane", "YZ": "YZ_Plane"}
 
 
-def _sub_index(entity_id, prefix, shape_list, what):
-    if not entity_id or entity_id[0] != prefix or not entity_id[1:].isdigit():
+def _sub_index(entity_id, local_id, prefix, shape_list, what):
+    if not local_id or local_id[0] != prefix or not local_id[1:].isdigit():
         raise CommandFailed("'%s' is not a %s ID" % (entity_id, what), entity_id)
-    i = int(entity_id[1:])
+    i = int(local_id[1:])
     if i < 1 or i > len(shape_list):
+        body = entity_id[: len(entity_id) - len(local_id)]
         raise CommandFailed(
-            "unknown %s ID %s: the current model has %s1..%s%d"
-            % (what, entity_id, prefix, prefix, len(shape_list)),
+            "unknown %s ID %s: the current model has %s%s1..%s%s%d"
+            % (what, entity_id, body, prefix, body, prefix, len(shape_list)),
             entity_id,
         )
     return i
 
 
-def resolve_face(face_id):
-    owner = MODEL.shape_owner()
+def _split_body(entity_id):
+    """`B2.F3` -> (2, "F3"); an unprefixed `F3` (or `B1.F3`) belongs to B1."""
+    body, dot, local = entity_id.partition(".")
+    if not dot:
+        return 1, entity_id
+    if len(body) < 2 or body[0] != "B" or not body[1:].isdigit() or int(body[1:]) < 1:
+        raise CommandFailed("'%s' is not an entity ID (F3, or B2.F3 for body B2)" % entity_id, entity_id)
+    return int(body[1:]), local
+
+
+def _resolve(entity_id, prefix, what, element, linked):
+    """The owner, sub-element name and shape of an entity ID. `linked`: the command links
+    to the entity (attaches, projects, rounds), which PartDesign allows only inside the
+    active body; otherwise only its geometry is read."""
+    k, local = _split_body(entity_id)
+    owners = MODEL.owners()
+    if k > len(owners):
+        raise CommandFailed("%s names body B%d, but the model has B1..B%d" % (entity_id, k, len(owners)), entity_id)
+    owner = owners[k - 1]
     if owner is None:
-        raise CommandFailed("%s does not exist: the model has no solid yet" % face_id, face_id)
-    i = _sub_index(face_id, "F", owner.Shape.Faces, "face")
-    return owner, "Face%d" % i, owner.Shape.Faces[i - 1]
+        where = "the model" if len(owners) == 1 else "body B%d" % k
+        raise CommandFailed("%s does not exist: %s has no solid yet" % (entity_id, where), entity_id)
+    shapes = {"F": owner.Shape.Faces, "E": owner.Shape.Edges, "V": owner.Shape.Vertexes}[prefix]
+    i = _sub_index(entity_id, local, prefix, shapes, what)
+    if linked and MODEL.bodies and MODEL.bodies[k - 1] is not MODEL.body:
+        active = MODEL.body_id(MODEL.body)
+        raise CommandFailed(
+            "%s belongs to body B%d, but the active body is %s: a command may only attach to, project or "
+            "change entities of the active body (switch with {\"op\": \"body\", \"name\": \"B%d\"})"
+            % (entity_id, k, active, k),
+            entity_id,
+        )
+    return owner, "%s%d" % (element, i), shapes[i - 1]
 
 
-def resolve_edge(edge_id):
-    owner = MODEL.shape_owner()
-    if owner is None:
-        raise CommandFailed("%s does not exist: the model has no solid yet" % edge_id, edge_id)
-    i = _sub_index(edge_id, "E", owner.Shape.Edges, "edge")
-    return owner, "Edge%d" % i, owner.Shape.Edges[i - 1]
+def resolve_face(face_id, linked=True):
+    return _resolve(face_id, "F", "face", "Face", linked)
 
 
-def resolve_vertex(vertex_id):
-    owner = MODEL.shape_owner()
-    if owner is None:
-        raise CommandFailed("%s does not exist: the model has no solid yet" % vertex_id, vertex_id)
-    i = _sub_index(vertex_id, "V", owner.Shape.Vertexes, "vertex")
-    return owner, "Vertex%d" % i, owner.Shape.Vertexes[i - 1]
+def resolve_edge(edge_id, linked=True):
+    return _resolve(edge_id, "E", "edge", "Edge", linked)
+
+
+def resolve_vertex(vertex_id, linked=True):
+    return _resolve(vertex_id, "V", "vertex", "Vertex", linked)
+
+
+_ENTITY_ID = re.compile(r"^(B[1-9][0-9]*\.)?([FEV])[1-9][0-9]*$")
+
+
+def entity_kind(text):
+    """`F`, `E` or `V` for an entity ID (`E7`, `B2.E7`), None for anything else (`S1.V_Axis`)."""
+    m = _ENTITY_ID.match(text)
+    return m.group(2) if m else None
 
 
 def named_feature(name, type_id, what):
+    """A sketch or construction plane of the active body, by name."""
     obj = MODEL.doc.getObject(name)
     if obj is None or obj.TypeId != type_id:
         raise CommandFailed("unknown %s %s" % (what, name), name)
+    if MODEL.body is not None and len(MODEL.bodies) > 1 and not MODEL.body.hasObject(obj):
+        home = next((MODEL.body_id(b) for b in MODEL.bodies if b.hasObject(obj)), "another body")
+        raise CommandFailed(
+            "%s %s belongs to body %s, but the active body is %s: a command may only use the active body's "
+            "sketches and planes" % (what, name, home, MODEL.body_id(MODEL.body)),
+            name,
+        )
     return obj
 
 
 def support_of(target):
     """Attachment support for a sketch or plane placed on `target` (XY, F3, P1...)."""
     if target in _BASE_PLANES:
-        return (MODEL.doc.getObject(_BASE_PLANES[target]) or _origin_plane(target), [""])
-    if target.startswith("F"):
+        return (_origin_plane(target), [""])
+    if entity_kind(target) == "F":
         owner, sub, face = resolve_face(target)
         if _SURFACES.get(type(face.Surface).__name__) != "plane":
             raise CommandFailed("%s is not planar; a sketch or plane needs a planar face" % target, target)
@@ -302,10 +395,24 @@ def support_of(target):
 
 
 def _origin_plane(target):
+    """A base plane of the active body's own origin (another body's would be out of scope)."""
     for feat in MODEL.body.Origin.OriginFeatures:
         if feat.Role == _BASE_PLANES[target]:
             return feat
     raise CommandFailed("base plane %s not found" % target, target)
+
+
+def select_body(name):
+    """Make body `name` (B1, B2, ...) the active one, starting it when it is the next new one."""
+    k = int(name[1:]) if name[:1] == "B" and name[1:].isdigit() else 0
+    n = len(MODEL.bodies)
+    if k < 1 or k > n + 1:
+        raise CommandFailed("there is no body %s: the bodies are B1..B%d, and the next new one is B%d" % (name, n, n + 1), name)
+    if k == n + 1:
+        MODEL.bodies.append(MODEL.doc.addObject("PartDesign::Body", "Body"))
+    MODEL.body = MODEL.bodies[k - 1]
+    MODEL.doc.recompute()
+    return {"feature": None, "body": name}
 
 
 # ---------------------------------------------------------------------------- commands
@@ -373,7 +480,7 @@ def add_sketch(cmd):
         if isinstance(ref, int):
             return ref
         if ref not in externals:
-            if ref.startswith("E"):
+            if entity_kind(ref) == "E":
                 owner, sub, _ = resolve_edge(ref)
             else:
                 owner, sub, _ = resolve_vertex(ref)
@@ -433,7 +540,7 @@ def add_extrude(cmd):
 
 
 def _axis_link(axis):
-    if axis.startswith("E"):
+    if entity_kind(axis) == "E":
         owner, sub, edge = resolve_edge(axis)
         if _CURVES.get(type(edge.Curve).__name__) != "line":
             raise CommandFailed("axis %s is not a straight edge" % axis, axis)
@@ -519,7 +626,7 @@ def add_plane(cmd):
         else:
             # Rotate about a straight edge: express the edge in the plane's frame as turned
             # so far, project it onto the plane and turn about that line.
-            _, _, edge = resolve_edge(axis)
+            _, _, edge = resolve_edge(axis, linked=False)
             if _CURVES.get(type(edge.Curve).__name__) != "line":
                 raise CommandFailed("rotation axis %s is not a straight edge" % axis, axis)
             inv = base.multiply(current).inverse()
@@ -586,13 +693,15 @@ def execute(cmd):
     op = cmd["op"]
     if op == "end":
         return {"feature": None}
-    if MODEL.imported is not None:
+    if MODEL.imported:
         raise CommandFailed("the document holds an imported shape; commands need a fresh document")
-    doc, body = MODEL.doc, MODEL.body
-    before = set(o.Name for o in doc.Objects)
-    old_tip = body.Tip
-    volume_before = MODEL.shape().Volume if MODEL.shape() is not None else 0.0
-    MODEL.referenced = MODEL.shape_owner()
+    if op == "body":
+        return select_body(cmd["name"])
+    doc = MODEL.doc
+    snapshot = Snapshot()
+    own = MODEL.owner_of(MODEL.body)
+    volume_before = own.Shape.Volume if own is not None else 0.0
+    MODEL.referenced = MODEL.owners()
     try:
         if op == "sketch":
             result = add_sketch(cmd)
@@ -611,14 +720,18 @@ def execute(cmd):
             result = {"feature": feat.Name}
         return result
     except CommandFailed as exc:
-        _rollback(before, old_tip)
-        if exc.entity is None:
+        snapshot.restore()
+        # A refused reference names its entity; a failed computation does not.
+        computed = exc.entity is None
+        if computed:
             exc.entity = _subject(cmd)
-        if op in ("fillet", "chamfer") and "too large" not in exc.reason:
+        if computed and op in ("fillet", "chamfer") and "too large" not in exc.reason:
             exc.reason += " (the %s may be too large for the faces next to these edges)" % ("radius" if op == "fillet" else "size")
+        if computed and ("multiple solids" in exc.reason or "separate solids" in exc.reason):
+            exc.reason += ' (a separate solid needs a body of its own: {"op": "body", "name": "B%d"})' % (len(MODEL.bodies) + 1)
         raise
     except Exception as exc:
-        _rollback(before, old_tip)
+        snapshot.restore()
         raise CommandFailed("FreeCAD: %s" % exception_text(exc), _subject(cmd))
     finally:
         MODEL.referenced = None
@@ -641,18 +754,33 @@ def exception_text(exc):
     return str(exc) or type(exc).__name__
 
 
-def _rollback(before, old_tip):
-    doc, body = MODEL.doc, MODEL.body
-    created = [o for o in doc.Objects if o.Name not in before]
-    for obj in reversed(created):
-        if obj in body.Group:
-            body.removeObject(obj)
-    for obj in reversed(created):
-        if doc.getObject(obj.Name) is not None:
-            doc.removeObject(obj.Name)
-    if old_tip is not None:
-        body.Tip = old_tip
-    doc.recompute()
+class Snapshot:
+    """What a command or a tentative step may change: the objects, the bodies, which one is
+    active and each body's tip. `restore` puts the document back exactly."""
+
+    def __init__(self):
+        self.names = set(o.Name for o in MODEL.doc.Objects)
+        self.bodies = list(MODEL.bodies)
+        self.active = MODEL.body
+        self.tips = [b.Tip for b in MODEL.bodies]
+
+    def restore(self):
+        doc = MODEL.doc
+        created = [o.Name for o in doc.Objects if o.Name not in self.names]
+        for name in reversed(created):
+            for body in self.bodies:
+                obj = doc.getObject(name)
+                if obj is not None and body.hasObject(obj):
+                    body.removeObject(obj)
+        for name in reversed(created):
+            if doc.getObject(name) is not None:
+                doc.removeObject(name)
+        MODEL.bodies = list(self.bodies)
+        MODEL.body = self.active
+        for body, tip in zip(self.bodies, self.tips):
+            if tip is not None:
+                body.Tip = tip
+        doc.recompute()
 
 
 # ---------------------------------------------------------------------------- parameters
@@ -689,9 +817,11 @@ def set_parameters(values):
         bad = [o for o in doc.Objects if "Invalid" in o.State or "Error" in o.State]
         if bad:
             raise CommandFailed("recompute failed at %s: %s" % (bad[0].Name, _failure_reason(bad[0])), bad[0].Name)
-        shape = MODEL.shape()
-        if shape is None or len(shape.Solids) != 1 or not shape.isValid() or shape.Volume <= EPS_VOLUME:
-            raise CommandFailed("after the edit the model is no longer one valid solid")
+        for k, owner in enumerate(MODEL.owners()):
+            shape = owner.Shape if owner is not None else None
+            if shape is None or len(shape.Solids) != 1 or not shape.isValid() or shape.Volume <= EPS_VOLUME:
+                what = "the model" if len(MODEL.bodies) == 1 else "body B%d" % (k + 1)
+                raise CommandFailed("after the edit %s is no longer one valid solid" % what)
     except Exception:
         for name, value in old.items():
             feature, _, prop = name.partition(".")
@@ -727,9 +857,15 @@ def load(path):
     ext = os.path.splitext(path)[1].lower()
     if ext in (".step", ".stp"):
         shape = read_step(path)
-        MODEL.reset()
-        MODEL.imported = MODEL.doc.addObject("Part::Feature", "Imported")
-        MODEL.imported.Shape = shape
+        MODEL.reset(with_body=False)
+        # Several separate solids read as bodies B1, B2, ... (one feature each), unless the
+        # file also holds loose faces, which only the whole compound keeps.
+        solids = shape.Solids
+        parts = solids if len(solids) > 1 and len(shape.Faces) == sum(len(s.Faces) for s in solids) else [shape]
+        for part in parts:
+            feature = MODEL.doc.addObject("Part::Feature", "Imported")
+            feature.Shape = part
+            MODEL.imported.append(feature)
         MODEL.doc.recompute()
     elif ext == ".fcstd":
         try:
@@ -739,19 +875,19 @@ def load(path):
         if MODEL.doc is not None:
             FreeCAD.closeDocument(MODEL.doc.Name)
         MODEL.doc = doc
-        bodies = [o for o in doc.Objects if o.TypeId == "PartDesign::Body"]
-        MODEL.body = bodies[0] if bodies else None
-        MODEL.imported = None
+        MODEL.bodies = [o for o in doc.Objects if o.TypeId == "PartDesign::Body"]
+        MODEL.body = MODEL.bodies[0] if MODEL.bodies else None
+        MODEL.imported = []
         # The direct-code baseline names the model it built when it is not one body's tip.
         result = doc.getObject("V2C_Result")
         if result is not None:
-            MODEL.body = None
-            MODEL.imported = result
+            MODEL.bodies, MODEL.body = [], None
+            MODEL.imported = [result]
         elif MODEL.body is None:
             solids = [o for o in doc.Objects if hasattr(o, "Shape") and o.Shape.Solids]
             if not solids:
                 raise CommandFailed("FreeCAD document %s holds no solid" % path, path)
-            MODEL.imported = solids[-1]
+            MODEL.imported = [solids[-1]]
         doc.recompute()
     else:
         raise CommandFailed("unsupported model format %s (expected .step, .stp or .FCStd)" % path, path)
@@ -770,13 +906,20 @@ def save(fcstd=None, step=None):
 
 
 def tessellate(linear, angular):
-    return tessellate_shape(MODEL.shape(), linear, angular)
+    # Body by body, so faces and edges come in the entity table's order.
+    return tessellate_shapes(MODEL.shapes(), linear, angular)
 
 
 def tessellate_shape(shape, linear, angular):
+    return tessellate_shapes([] if shape is None else [shape], linear, angular)
+
+
+def tessellate_shapes(shapes, linear, angular):
     positions, triangles, face_offsets = [], [], [0]
     edge_points, edge_offsets = [], [0]
-    if shape is not None and not shape.isNull():
+    for shape in shapes:
+        if shape.isNull():
+            continue
         try:
             import MeshPart
 
@@ -809,18 +952,17 @@ def preview(cmd, linear, angular):
     """Execute `cmd` tentatively and report what it would add and remove, then roll it back.
 
     The document is unchanged afterwards; a failing command raises as `execute` does."""
-    doc, body = MODEL.doc, MODEL.body
-    before_names = set(o.Name for o in doc.Objects)
-    old_tip = body.Tip
+    doc = MODEL.doc
+    snapshot = Snapshot()
     before = MODEL.shape()
     before = before.copy() if before is not None and not before.isNull() else None
     result = execute(cmd)
     try:
         after = MODEL.shape()
         out = {"feature": result.get("feature"), "state": state(), "boolean_failed": False}
-        out["after"] = tessellate_shape(after, linear, angular)
+        out["after"] = tessellate_shapes(MODEL.shapes(), linear, angular)
         added = removed = None
-        if cmd["op"] not in ("sketch", "plane", "end") and after is not None:
+        if cmd["op"] not in ("sketch", "plane", "body", "end") and after is not None:
             try:
                 added = after if before is None else after.cut(before)
                 removed = None if before is None else before.cut(after)
@@ -836,24 +978,23 @@ def preview(cmd, linear, angular):
         out["sketch_curves"] = curves
         return out
     finally:
-        _rollback(before_names, old_tip)
+        snapshot.restore()
 
 
 def plane_frame(on):
     """The local frame a sketch attached to `on` (XY, F3, P1) gets, without keeping it."""
-    doc, body = MODEL.doc, MODEL.body
-    before_names = set(o.Name for o in doc.Objects)
-    old_tip = body.Tip
-    MODEL.referenced = MODEL.shape_owner()
+    doc = MODEL.doc
+    snapshot = Snapshot()
+    MODEL.referenced = MODEL.owners()
     try:
-        probe = body.newObject("Sketcher::SketchObject", "FrameProbe")
+        probe = MODEL.body.newObject("Sketcher::SketchObject", "FrameProbe")
         probe.Support = support_of(on)
         probe.MapMode = "FlatFace"
         doc.recompute()
         return frame_of(probe)
     finally:
         MODEL.referenced = None
-        _rollback(before_names, old_tip)
+        snapshot.restore()
 
 
 # ---------------------------------------------------------------------------- evaluation
@@ -901,10 +1042,26 @@ def measure(brep):
     shape = MODEL.shape()
     if shape is None or shape.isNull():
         raise CommandFailed("the document holds no shape")
+    shape = union_of_solids(shape)
     out = mass_properties(shape, True)
     if brep:
         shape.exportBrep(brep)
     return out
+
+
+def union_of_solids(shape):
+    """Evaluation's view of a model with several solids (several bodies, or a STEP file
+    holding several): one shape, their union, so overlapping solids count once."""
+    solids = shape.Solids
+    if len(solids) < 2:
+        return shape
+    try:
+        fused = solids[0].multiFuse(solids[1:])
+    except Exception as exc:
+        raise CommandFailed("cannot unite the %d solids of the shape: %s" % (len(solids), exception_text(exc)))
+    if not fused.Solids:
+        raise CommandFailed("the union of the %d solids of the shape holds no solid" % len(solids))
+    return fused
 
 
 def mass_properties(shape, full):
@@ -983,6 +1140,7 @@ def keep_shape(req):
         shape = MODEL.shape()
         if shape is None or shape.isNull():
             raise CommandFailed("the document holds no shape")
+    shape = union_of_solids(shape)
     KEPT[req["slot"]] = shape
     return mass_properties(shape, req["inertia"])
 

@@ -6,6 +6,12 @@
 //! the current [`ModelState`](crate::ModelState): faces `F3`, edges `E12`, vertices `V5`;
 //! sketches and construction planes by the name their command gave them (`S1`, `P1`).
 //!
+//! A part made of separate solids has one body per solid (PartDesign Bodies `B1`, `B2`,
+//! ...). `{"op": "body", "name": "B2"}` starts the next body or makes an existing one active;
+//! later commands work on the active body. Entities are numbered within their body: `F3` is
+//! a face of B1 and `B2.F3` a face of B2 (`B1.F3` is read as `F3`). A command may attach to,
+//! project or change only entities, sketches and planes of the active body.
+//!
 //! References inside a sketch are short strings, so a model can write them easily:
 //! - a curve: `g0` (the sketch's first primitive), `E7` (an existing edge, projected into the
 //!   sketch as external geometry), `h_axis`, `v_axis`;
@@ -51,6 +57,8 @@ pub enum Command {
     Chamfer(Chamfer),
     /// A construction plane (PartDesign DatumPlane), offset and optionally inclined.
     Plane(Plane),
+    /// Start the next body (a separate solid) or make an existing one active.
+    Body(BodyChoice),
     /// The model is finished.
     End,
 }
@@ -118,7 +126,7 @@ impl Command {
                 push(&p.on, "support");
                 p.rotation.0.iter().for_each(|r| push(&r.axis, "rotation_axis"));
             }
-            Command::Extrude(_) | Command::Loft(_) | Command::End => {}
+            Command::Extrude(_) | Command::Loft(_) | Command::Body(_) | Command::End => {}
         }
         out
     }
@@ -134,9 +142,19 @@ impl Command {
             Command::Fillet(_) => "fillet",
             Command::Chamfer(_) => "chamfer",
             Command::Plane(_) => "plane",
+            Command::Body(_) => "body",
             Command::End => "end",
         }
     }
+}
+
+/// Which body later commands work on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BodyChoice {
+    /// `B2` for the next new body (bodies are numbered in order, B1 exists from the start),
+    /// or an existing body to work on again.
+    pub name: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -438,44 +456,84 @@ fn is_zero(x: &f64) -> bool {
 // ------------------------------------------------------------------------------ references
 
 /// An entity of the current model named by ID.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EntityKind {
     Face,
     Edge,
     Vertex,
 }
 
-/// An ID such as `E12`: kind and 1-based index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// An ID such as `E12` (body B1) or `B2.E12`: body, kind and 1-based index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EntityId {
+    /// 1-based: 1 is body B1, whose IDs carry no prefix.
+    pub body: usize,
     pub kind: EntityKind,
     pub index: usize,
+}
+
+impl EntityId {
+    /// An entity of body B1.
+    pub fn new(kind: EntityKind, index: usize) -> EntityId {
+        EntityId { body: 1, kind, index }
+    }
+
+    /// The body's name, `B1`, `B2`...
+    pub fn body_name(&self) -> String {
+        format!("B{}", self.body)
+    }
+
+    /// The ID's letter, `F`, `E` or `V`.
+    pub fn letter(&self) -> char {
+        match self.kind {
+            EntityKind::Face => 'F',
+            EntityKind::Edge => 'E',
+            EntityKind::Vertex => 'V',
+        }
+    }
+
+    /// The prefix IDs of this entity's body carry: none for B1, `B2.` for B2.
+    pub fn prefix(&self) -> String {
+        if self.body == 1 { String::new() } else { format!("B{}.", self.body) }
+    }
+}
+
+fn positive_number(digits: &str) -> Option<usize> {
+    let ok = !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) && !digits.starts_with('0');
+    ok.then(|| digits.parse().ok()).flatten()
 }
 
 impl FromStr for EntityId {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let (kind, digits) = match s.split_at_checked(1) {
+        let bad = || format!("'{s}' is not an entity ID (F3, E12, V5; B2.F3 for body B2)");
+        let (body, local) = match s.split_once('.') {
+            Some((b, local)) => (b.strip_prefix('B').and_then(positive_number).ok_or_else(bad)?, local),
+            None => (1, s),
+        };
+        let (kind, digits) = match local.split_at_checked(1) {
             Some(("F", d)) => (EntityKind::Face, d),
             Some(("E", d)) => (EntityKind::Edge, d),
             Some(("V", d)) => (EntityKind::Vertex, d),
-            _ => return Err(format!("'{s}' is not an entity ID (F3, E12, V5)")),
+            _ => return Err(bad()),
         };
-        match digits.parse::<usize>() {
-            Ok(index) if index >= 1 && digits.chars().all(|c| c.is_ascii_digit()) => Ok(EntityId { kind, index }),
-            _ => Err(format!("'{s}' is not an entity ID (F3, E12, V5)")),
-        }
+        let index = digits.parse::<usize>().ok().filter(|&i| i >= 1 && digits.chars().all(|c| c.is_ascii_digit()));
+        index.map(|index| EntityId { body, kind, index }).ok_or_else(bad)
     }
 }
 
 impl fmt::Display for EntityId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let prefix = match self.kind {
-            EntityKind::Face => 'F',
-            EntityKind::Edge => 'E',
-            EntityKind::Vertex => 'V',
-        };
-        write!(f, "{prefix}{}", self.index)
+        write!(f, "{}{}{}", self.prefix(), self.letter(), self.index)
+    }
+}
+
+/// A reference split into the entity and the point of it: `B2.E7.start` -> (`B2.E7`,
+/// `start`); text without a point suffix comes back whole.
+pub fn split_position(text: &str) -> (&str, Option<&str>) {
+    match text.rsplit_once('.') {
+        Some((head, pos)) if parse_pos(pos).is_some() => (head, Some(pos)),
+        _ => (text, None),
     }
 }
 
@@ -538,7 +596,7 @@ impl FromStr for CurveRef {
         match s.parse::<EntityId>() {
             Ok(id) if id.kind == EntityKind::Edge => Ok(CurveRef::Edge(id)),
             _ => Err(format!(
-                "'{s}' is not a curve reference (g0 for the sketch's first primitive, E7 for an existing edge, h_axis, v_axis)"
+                "'{s}' is not a curve reference (g0 for the sketch's first primitive, E7 for an existing edge, B2.E7 for one of body B2, h_axis, v_axis)"
             )),
         }
     }
@@ -549,14 +607,15 @@ impl FromStr for PointRef {
     fn from_str(s: &str) -> Result<Self, String> {
         let bad = || {
             format!(
-                "'{s}' is not a point reference (g0.start, g0.end, g0.center, V3, E7.start, E7.end, E7.center, origin)"
+                "'{s}' is not a point reference (g0.start, g0.end, g0.center, V3, E7.start, E7.end, E7.center, origin; B2.V3 for body B2)"
             )
         };
         if s == "origin" {
             return Ok(PointRef::Origin);
         }
-        if let Some((curve, pos)) = s.split_once('.') {
-            let pos = parse_pos(pos).ok_or_else(bad)?;
+        if let Some((curve, pos)) = s.rsplit_once('.')
+            && let Some(pos) = parse_pos(pos)
+        {
             if let Some(i) = parse_own(curve) {
                 return Ok(PointRef::Own(i, pos));
             }
@@ -625,13 +684,13 @@ macro_rules! string_serde {
 
 string_serde!(
     CurveRef,
-    "^(g[0-9]+|E[1-9][0-9]*|h_axis|v_axis)$",
-    "A curve: g0 (own primitive), E7 (projected existing edge), h_axis, v_axis"
+    "^(g[0-9]+|(B[1-9][0-9]*\\.)?E[1-9][0-9]*|h_axis|v_axis)$",
+    "A curve: g0 (own primitive), E7 (projected existing edge; B2.E7 in body B2), h_axis, v_axis"
 );
 string_serde!(
     PointRef,
-    "^(g[0-9]+\\.(start|end|center)|E[1-9][0-9]*\\.(start|end|center)|V[1-9][0-9]*|origin)$",
-    "A point: g0.start/end/center, E7.start/end/center, V3 (projected existing vertex), origin"
+    "^(g[0-9]+\\.(start|end|center)|(B[1-9][0-9]*\\.)?E[1-9][0-9]*\\.(start|end|center)|(B[1-9][0-9]*\\.)?V[1-9][0-9]*|origin)$",
+    "A point: g0.start/end/center, E7.start/end/center, V3 (projected existing vertex; B2.V3 in body B2), origin"
 );
 
 #[cfg(test)]
@@ -643,9 +702,10 @@ mod tests {
         for s in ["g0", "g12", "E7", "h_axis", "v_axis"] {
             assert_eq!(s.parse::<CurveRef>().map(|r| r.to_string()), Ok(s.to_string()));
         }
-        for s in ["g0.start", "g3.center", "V3", "E7.end", "origin"] {
+        for s in ["g0.start", "g3.center", "V3", "E7.end", "origin", "B2.E7.end", "B3.V1"] {
             assert_eq!(s.parse::<PointRef>().map(|r| r.to_string()), Ok(s.to_string()));
         }
+        assert_eq!("B2.E7".parse::<CurveRef>().map(|r| r.to_string()), Ok("B2.E7".to_string()));
     }
 
     #[test]
@@ -656,6 +716,21 @@ mod tests {
         }
         assert!("V3".parse::<CurveRef>().is_err());
         assert!("E07x".parse::<EntityId>().is_err());
+        for s in ["B0.F1", "B.F1", "B02.F1", "B2.", "B2.S1", "X2.F1", "B2.F0"] {
+            let err = s.parse::<EntityId>().expect_err(s);
+            assert!(err.contains(&format!("'{s}'")), "{err}");
+        }
+    }
+
+    #[test]
+    fn entity_ids_say_their_body_and_b1_needs_no_prefix() {
+        let id: EntityId = "B2.F3".parse().expect("B2.F3");
+        assert_eq!((id.body, id.kind, id.index), (2, EntityKind::Face, 3));
+        assert_eq!(id.to_string(), "B2.F3");
+        let b1: EntityId = "B1.E4".parse().expect("B1.E4");
+        assert_eq!(b1, EntityId::new(EntityKind::Edge, 4));
+        assert_eq!(b1.to_string(), "E4");
+        assert_ne!(b1, "B2.E4".parse::<EntityId>().expect("B2.E4"));
     }
 
     #[test]

@@ -80,6 +80,18 @@ pub fn lower(command: &Command, state: &ModelState) -> Result<Value, Invalid> {
             Ok(serde_json::to_value(command).map_err(|e| invalid(e.to_string()))?)
         }
         Command::Plane(p) => lower_plane(p, state),
+        Command::Body(b) => {
+            let n = state.body_count();
+            match b.name.strip_prefix('B').and_then(|d| d.parse::<usize>().ok()) {
+                Some(k) if (1..=n + 1).contains(&k) && b.name == format!("B{k}") => {
+                    Ok(json!({"op": "body", "name": b.name}))
+                }
+                _ => Err(invalid_at(
+                    &b.name,
+                    format!("there is no body {}: the bodies are B1..B{n}, and the next new one is B{}", b.name, n + 1),
+                )),
+            }
+        }
         Command::End => Ok(json!({"op": "end"})),
     }
 }
@@ -127,6 +139,10 @@ fn valid_name(name: &str) -> Result<(), Invalid> {
 fn need_new_name(name: &str, state: &ModelState) -> Result<(), Invalid> {
     valid_name(name)?;
     let reserved = ["Body", "Origin", "X_Axis", "Y_Axis", "Z_Axis", "XY_Plane", "XZ_Plane", "YZ_Plane"];
+    let is_body_name = name.strip_prefix('B').is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()));
+    if is_body_name {
+        return Err(invalid_at(name, format!("the name {name} is reserved for bodies; choose another")));
+    }
     let clashes_with_id = name.parse::<EntityId>().is_ok() || matches!(name, "XY" | "XZ" | "YZ");
     if state.feature(name).is_some() || reserved.contains(&name) || clashes_with_id {
         return Err(invalid_at(name, format!("the name {name} is already taken; choose another")));
@@ -164,13 +180,21 @@ fn check_entity(id: EntityId, kind: EntityKind, state: &ModelState) -> Result<()
     if id.kind != kind {
         return Err(invalid_at(id, format!("{id} is not a {what}")));
     }
-    let n = state.count(kind);
+    let bodies = state.body_count();
+    if id.body > bodies {
+        return Err(invalid_at(id, format!("{id} names body {}, but the model has B1..B{bodies}", id.body_name())));
+    }
+    let where_ = if bodies == 1 { "the model".to_string() } else { format!("body {}", id.body_name()) };
+    let n = state.count_in(id.body, kind);
     if n == 0 {
-        return Err(invalid_at(id, format!("unknown {what} {id}: the model has no {what}s yet")));
+        return Err(invalid_at(id, format!("unknown {what} {id}: {where_} has no {what}s yet")));
     }
     if id.index > n {
-        let letter = &id.to_string()[..1];
-        return Err(invalid_at(id, format!("unknown {what} {id}: the current model has {letter}1..{letter}{n}")));
+        let (prefix, letter) = (id.prefix(), id.letter());
+        return Err(invalid_at(
+            id,
+            format!("unknown {what} {id}: {where_} has {prefix}{letter}1..{prefix}{letter}{n}"),
+        ));
     }
     Ok(())
 }
@@ -225,7 +249,13 @@ fn lower_revolve(r: &Revolve, state: &ModelState) -> Result<Value, Invalid> {
     if !(r.angle.is_finite() && r.angle > 0.0 && r.angle <= 360.0) {
         return Err(invalid(format!("revolve angle must be in (0, 360] degrees, got {}", r.angle)));
     }
-    let axis = if let Some((sketch, part)) = r.axis.split_once('.') {
+    let axis = if let Ok(id) = r.axis.parse::<EntityId>() {
+        check_entity(id, EntityKind::Edge, state)?;
+        if state.edge(id).map(|e| e.kind) != Some(EdgeKind::Line) {
+            return Err(invalid_at(id, format!("revolve axis {id} is not a straight edge")));
+        }
+        id.to_string()
+    } else if let Some((sketch, part)) = r.axis.split_once('.') {
         need_sketch(sketch, state)?;
         match part {
             "v_axis" => format!("{sketch}.V_Axis"),

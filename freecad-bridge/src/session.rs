@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::command::{Command, Program};
+use crate::command::{Command, EntityId, Program};
 use crate::error::{BridgeError, CallError};
 use crate::lower::lower;
 use crate::state::{BoundingBox, EntityMatch, Frame, ModelState};
@@ -136,24 +136,21 @@ impl Renumbering {
     }
 }
 
-/// Whether a string is an entity ID (`F3`, `E14`, `V1`).
-fn is_entity_id(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some('F' | 'E' | 'V')) && s.len() > 1 && chars.all(|c| c.is_ascii_digit())
-}
-
 /// Rewrite every entity ID in a request by the match; an ID that could not be matched
 /// uniquely is refused with the reason.
 fn translate_ids(value: &mut Value, m: &EntityMatch) -> Result<(), String> {
     match value {
-        Value::String(s) if is_entity_id(s) => {
-            if let Some(new) = m.map.get(s.as_str()) {
+        Value::String(s) => {
+            // `B1.F3` is `F3`: look IDs up in the state's own spelling.
+            let Ok(id) = s.parse::<EntityId>() else { return Ok(()) };
+            let key = id.to_string();
+            if let Some(new) = m.map.get(&key) {
                 *s = new.clone();
-            } else if m.ambiguous.contains(s) {
+            } else if m.ambiguous.contains(&key) {
                 return Err(format!(
                     "{s} cannot be told apart from another entity of the same geometry in the rebuilt document (the worker was replaced and numbered entities differently); name the entity again from the current state"
                 ));
-            } else if m.missing.contains(s) {
+            } else if m.missing.contains(&key) {
                 return Err(format!("{s} has no entity of its geometry in the rebuilt document"));
             }
             Ok(())
@@ -753,6 +750,20 @@ mod tests {
         let mut ambiguous = json!({"on": "F4"});
         let reason = translate_ids(&mut ambiguous, &m).expect_err("refused");
         assert!(reason.contains("F4") && reason.contains("cannot be told apart"), "{reason}");
-        assert!(!is_entity_id("Fillet") && !is_entity_id("F") && is_entity_id("V12"));
+        for not_an_id in ["Fillet", "F", "B2", "Pad001"] {
+            let mut value = json!({"on": not_an_id});
+            translate_ids(&mut value, &m).expect("not an ID");
+            assert_eq!(value["on"], not_an_id);
+        }
+    }
+
+    #[test]
+    fn ids_of_another_body_and_b1_spelled_out_are_translated() {
+        let mut m = EntityMatch::default();
+        m.map.insert("F1".into(), "F2".into());
+        m.map.insert("B2.E3".into(), "B2.E5".into());
+        let mut request = json!({"on": "B1.F1", "edges": ["B2.E3"]});
+        translate_ids(&mut request, &m).expect("translated");
+        assert_eq!(request, json!({"on": "F2", "edges": ["B2.E5"]}));
     }
 }

@@ -2,6 +2,8 @@
 //!
 //! `F12`, `E33`, `V5` map one-to-one onto FreeCAD's sub-element names of the current shape
 //! (`Face12`, `Edge33`, `Vertex5`), so they are valid exactly for the state they came from.
+//! With several bodies, each body's entities are numbered on their own and carry its name
+//! (`B2.F12`; body B1's carry none); `faces`, `edges` and `vertices` list body B1's first.
 
 use std::collections::BTreeMap;
 
@@ -21,7 +23,11 @@ pub struct ModelState {
     pub area: f64,
     pub solids: usize,
     pub bbox: Option<BoundingBox>,
+    /// Each body's faces and solid count (empty for a one-body document with no solid yet).
     pub bodies: Vec<Body>,
+    /// The body commands work on, when the document has several (absent: B1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_body: Option<String>,
     pub faces: Vec<Face>,
     pub edges: Vec<Edge>,
     pub vertices: Vec<Vertex>,
@@ -138,6 +144,9 @@ pub struct Feature {
     /// FreeCAD type, e.g. `Sketcher::SketchObject`, `PartDesign::Pad`.
     #[serde(rename = "type")]
     pub type_id: String,
+    /// The body it belongs to, when the document has several (absent: B1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
     /// Placement of a sketch or plane: the local frame its 2D coordinates live in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frame: Option<Frame>,
@@ -181,6 +190,7 @@ impl ModelState {
             solids: 0,
             bbox: None,
             bodies: Vec::new(),
+            active_body: None,
             faces: Vec::new(),
             edges: Vec::new(),
             vertices: Vec::new(),
@@ -188,7 +198,7 @@ impl ModelState {
         }
     }
 
-    /// How many entities of a kind exist.
+    /// How many entities of a kind exist, in every body.
     pub fn count(&self, kind: EntityKind) -> usize {
         match kind {
             EntityKind::Face => self.faces.len(),
@@ -197,12 +207,48 @@ impl ModelState {
         }
     }
 
+    /// How many entities of a kind body `body` (1-based) has.
+    pub fn count_in(&self, body: usize, kind: EntityKind) -> usize {
+        let ids: Vec<&String> = match kind {
+            EntityKind::Face => self.faces.iter().map(|f| &f.id).collect(),
+            EntityKind::Edge => self.edges.iter().map(|e| &e.id).collect(),
+            EntityKind::Vertex => self.vertices.iter().map(|v| &v.id).collect(),
+        };
+        ids.into_iter().filter(|id| body_of(id) == body).count()
+    }
+
+    /// How many bodies the document has (at least one).
+    pub fn body_count(&self) -> usize {
+        self.bodies.len().max(1)
+    }
+
+    /// The body commands work on, 1-based.
+    pub fn active_body_number(&self) -> usize {
+        self.active_body.as_deref().and_then(|b| b.strip_prefix('B')).and_then(|d| d.parse().ok()).unwrap_or(1)
+    }
+
+    /// Every body holds exactly one solid, and the B-rep is valid: the model a finished
+    /// program must leave.
+    pub fn one_solid_per_body(&self) -> bool {
+        self.valid && self.solids == self.body_count() && self.bodies.iter().all(|b| b.solids == 1)
+    }
+
+    /// The position of an entity in `faces`, `edges` or `vertices`.
+    pub fn position(&self, id: EntityId) -> Option<usize> {
+        let text = id.to_string();
+        match id.kind {
+            EntityKind::Face => self.faces.iter().position(|f| f.id == text),
+            EntityKind::Edge => self.edges.iter().position(|e| e.id == text),
+            EntityKind::Vertex => self.vertices.iter().position(|v| v.id == text),
+        }
+    }
+
     pub fn face(&self, id: EntityId) -> Option<&Face> {
-        (id.kind == EntityKind::Face).then(|| self.faces.get(id.index - 1)).flatten()
+        (id.kind == EntityKind::Face).then(|| self.position(id).map(|i| &self.faces[i])).flatten()
     }
 
     pub fn edge(&self, id: EntityId) -> Option<&Edge> {
-        (id.kind == EntityKind::Edge).then(|| self.edges.get(id.index - 1)).flatten()
+        (id.kind == EntityKind::Edge).then(|| self.position(id).map(|i| &self.edges[i])).flatten()
     }
 
     pub fn feature(&self, name: &str) -> Option<&Feature> {
@@ -217,9 +263,17 @@ impl ModelState {
         self.faces.len() == other.faces.len()
             && self.edges.len() == other.edges.len()
             && self.vertices.len() == other.vertices.len()
-            && self.faces.iter().zip(&other.faces).all(|(a, b)| a.kind == b.kind && close(a.centroid, b.centroid))
-            && self.edges.iter().zip(&other.edges).all(|(a, b)| a.kind == b.kind && close_opt(a.midpoint, b.midpoint))
-            && self.vertices.iter().zip(&other.vertices).all(|(a, b)| close(a.point, b.point))
+            && self
+                .faces
+                .iter()
+                .zip(&other.faces)
+                .all(|(a, b)| a.id == b.id && a.kind == b.kind && close(a.centroid, b.centroid))
+            && self
+                .edges
+                .iter()
+                .zip(&other.edges)
+                .all(|(a, b)| a.id == b.id && a.kind == b.kind && close_opt(a.midpoint, b.midpoint))
+            && self.vertices.iter().zip(&other.vertices).all(|(a, b)| a.id == b.id && close(a.point, b.point))
     }
 
     /// The entity of `other` that each entity of this state is, by geometric signature:
@@ -233,10 +287,15 @@ impl ModelState {
         let scale = near.scale;
         let same_size = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(scale * scale * 1e-12);
         let mut out = EntityMatch::default();
-        let faces = |a: &Face, b: &Face| a.kind == b.kind && close(a.centroid, b.centroid) && same_size(a.area, b.area);
-        let edges =
-            |a: &Edge, b: &Edge| a.kind == b.kind && close_opt(a.midpoint, b.midpoint) && same_size(a.length, b.length);
-        let vertices = |a: &Vertex, b: &Vertex| close(a.point, b.point);
+        // Bodies may overlap, so an entity only ever matches one of its own body.
+        let body = |a: &String, b: &String| body_of(a) == body_of(b);
+        let faces = |a: &Face, b: &Face| {
+            body(&a.id, &b.id) && a.kind == b.kind && close(a.centroid, b.centroid) && same_size(a.area, b.area)
+        };
+        let edges = |a: &Edge, b: &Edge| {
+            body(&a.id, &b.id) && a.kind == b.kind && close_opt(a.midpoint, b.midpoint) && same_size(a.length, b.length)
+        };
+        let vertices = |a: &Vertex, b: &Vertex| body(&a.id, &b.id) && close(a.point, b.point);
         pair_up(&self.faces, &other.faces, |f| &f.id, faces, &mut out);
         pair_up(&self.edges, &other.edges, |e| &e.id, edges, &mut out);
         pair_up(&self.vertices, &other.vertices, |v| &v.id, vertices, &mut out);
@@ -247,6 +306,11 @@ impl ModelState {
     pub fn features_of(&self, type_id: &str) -> impl Iterator<Item = &str> {
         self.features.iter().filter(move |f| f.type_id == type_id).map(|f| f.name.as_str())
     }
+}
+
+/// The body (1-based) an entity ID of the state belongs to.
+fn body_of(id: &str) -> usize {
+    id.parse::<EntityId>().map_or(1, |e| e.body)
 }
 
 /// Positions equal to 1e-6 of the part's size (the kernel's arithmetic may differ in the

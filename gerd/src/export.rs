@@ -167,6 +167,11 @@ pub fn entity_table(state: &ModelState) -> String {
     if state.empty {
         return "(none)\n".into();
     }
+    if state.bodies.len() > 1 {
+        let bodies: Vec<String> =
+            state.bodies.iter().map(|b| format!("{} ({} faces, {} solid)", b.id, b.faces.len(), b.solids)).collect();
+        let _ = writeln!(t, "bodies: {}; active {}", bodies.join(", "), state.active_body.as_deref().unwrap_or("B1"));
+    }
     for f in &state.faces {
         let _ = write!(t, "{} {:?} area={} c={}", f.id, f.kind, round(f.area), fmt3(f.centroid));
         if let Some(n) = f.normal {

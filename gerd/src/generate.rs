@@ -173,7 +173,7 @@ impl Builder<'_> {
     fn check_edit(&mut self) -> Result<(), GerdError> {
         let state =
             self.session.scale_extrusions(1.1).map_err(|error| GerdError::Ex10p { part: self.id.into(), error })?;
-        if !state.valid || state.solids != 1 {
+        if !state.one_solid_per_body() {
             return Err(GerdError::Record(format!("{}: not one valid solid after the edit", self.id)));
         }
         Ok(())

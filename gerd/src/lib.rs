@@ -5,7 +5,7 @@
 //! before and after, tagged views, and the finished part before and after the 10% edit.
 //! The loop retrieves examples from it, evaluation runs on it, and users train on it.
 //!
-//! - [`record`]: the `gerd-1` record format (`gerd/FORMAT.md`) and its writer;
+//! - [`record`]: the `gerd-2` record format (`gerd/FORMAT.md`) and its writer;
 //! - [`generate`]: seeded procedural part families that use every operation;
 //! - [`validate`]: re-execute records and compare with their stored STEP;
 //! - [`export`]: training samples (next command, entity selection) as JSONL or LLaVA;

@@ -1,4 +1,4 @@
-//! The GERD record format (`gerd-1`, see `gerd/FORMAT.md`) and its writer.
+//! The GERD record format (`gerd-2`, see `gerd/FORMAT.md`) and its writer.
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::GerdError;
 
-pub const FORMAT: &str = "gerd-1";
+pub const FORMAT: &str = "gerd-2";
+
+/// Earlier versions every reader still accepts: each `gerd-1` record reads the same as
+/// `gerd-2` (one body, whose IDs carry no prefix).
+pub const FORMATS_READ: [&str; 2] = ["gerd-1", FORMAT];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -117,9 +121,11 @@ pub enum Signature {
 
 /// Signature of an entity of `state`, if it exists there.
 pub fn signature(state: &ModelState, id: &str) -> Option<Signature> {
-    let index: usize = id.get(1..)?.parse::<usize>().ok()?.checked_sub(1)?;
-    match id.as_bytes().first()? {
-        b'F' => state.faces.get(index).map(|f| Signature::Face {
+    use freecad_bridge::command::{EntityId, EntityKind};
+    let id: EntityId = id.parse().ok()?;
+    let index = state.position(id)?;
+    match id.kind {
+        EntityKind::Face => state.faces.get(index).map(|f| Signature::Face {
             kind: f.kind,
             centroid: f.centroid,
             area: f.area,
@@ -127,7 +133,7 @@ pub fn signature(state: &ModelState, id: &str) -> Option<Signature> {
             axis: f.axis,
             radius: f.radius,
         }),
-        b'E' => state.edges.get(index).map(|e| Signature::Edge {
+        EntityKind::Edge => state.edges.get(index).map(|e| Signature::Edge {
             kind: e.kind,
             start: e.start,
             end: e.end,
@@ -135,8 +141,7 @@ pub fn signature(state: &ModelState, id: &str) -> Option<Signature> {
             center: e.center,
             radius: e.radius,
         }),
-        b'V' => state.vertices.get(index).map(|v| Signature::Vertex { point: v.point }),
-        _ => None,
+        EntityKind::Vertex => state.vertices.get(index).map(|v| Signature::Vertex { point: v.point }),
     }
 }
 
@@ -270,8 +275,8 @@ fn build_record(
         states.push(after);
     }
     let final_state = session.state().clone();
-    if !final_state.valid || final_state.solids != 1 {
-        return Err(GerdError::Record(format!("{}: the finished model is not one valid solid", part.id)));
+    if !final_state.one_solid_per_body() {
+        return Err(GerdError::Record(format!("{}: the finished model is not one valid solid per body", part.id)));
     }
 
     let files = Files {
@@ -292,8 +297,11 @@ fn build_record(
     save_step(session, &part.id, &dir.join(&files.model_step))?;
     let edited =
         session.scale_extrusions(1.1).map_err(|e| GerdError::Ex10p { part: part.id.clone(), error: e })?.clone();
-    if !edited.valid || edited.solids != 1 {
-        return Err(GerdError::Record(format!("{}: after the 10% edit the model is not one valid solid", part.id)));
+    if !edited.one_solid_per_body() {
+        return Err(GerdError::Record(format!(
+            "{}: after the 10% edit the model is not one valid solid per body",
+            part.id
+        )));
     }
     save_step(session, &part.id, &dir.join(&files.model_ex10p_step))?;
     Ok(PartRecord {
@@ -366,8 +374,13 @@ pub fn read_part(dir: &Path) -> Result<PartRecord, GerdError> {
     let text = std::fs::read_to_string(&path).map_err(|e| GerdError::io(&path, e))?;
     let record: PartRecord =
         serde_json::from_str(&text).map_err(|e| GerdError::Record(format!("{}: {e}", path.display())))?;
-    if record.format != FORMAT {
-        return Err(GerdError::Record(format!("{}: format {} is not {FORMAT}", path.display(), record.format)));
+    if !FORMATS_READ.contains(&record.format.as_str()) {
+        return Err(GerdError::Record(format!(
+            "{}: format {} is not one this reader knows ({})",
+            path.display(),
+            record.format,
+            FORMATS_READ.join(", ")
+        )));
     }
     Ok(record)
 }

@@ -138,9 +138,10 @@ const FACE_COLOR: Rgb<u8> = Rgb([32, 92, 200]);
 const VERTEX_COLOR: Rgb<u8> = Rgb([22, 140, 64]);
 
 fn color_of(id: &str) -> Rgb<u8> {
-    match id.as_bytes().first() {
-        Some(b'F') => FACE_COLOR,
-        Some(b'V') => VERTEX_COLOR,
+    use freecad_bridge::command::{EntityId, EntityKind};
+    match id.parse::<EntityId>().map(|e| e.kind) {
+        Ok(EntityKind::Face) => FACE_COLOR,
+        Ok(EntityKind::Vertex) => VERTEX_COLOR,
         _ => EDGE_COLOR,
     }
 }
@@ -196,9 +197,21 @@ fn place_labels(
     (metas, unlabelled)
 }
 
-fn natural(id: &str) -> (u8, usize) {
-    let kind = id.as_bytes().first().copied().unwrap_or(b'?');
-    (kind, id[1..].parse().unwrap_or(usize::MAX))
+/// Body, then letter, then number: `E2` before `E10`, body B1's before `B2.E1`.
+fn natural(id: &str) -> (usize, u8, usize) {
+    match id.parse::<freecad_bridge::command::EntityId>() {
+        Ok(e) => (e.body, e.letter() as u8, e.index),
+        Err(_) => (usize::MAX, b'?', usize::MAX),
+    }
+}
+
+/// The ID of the `e`-th edge of the scene (the state lists edges in the scene's order).
+fn edge_id(state: &ModelState, e: usize) -> String {
+    state.edges.get(e).map_or_else(|| format!("E{}", e + 1), |edge| edge.id.clone())
+}
+
+fn face_id(state: &ModelState, f: usize) -> String {
+    state.faces.get(f).map_or_else(|| format!("F{}", f + 1), |face| face.id.clone())
 }
 
 fn label_meta(p: &Placed) -> LabelMeta {
@@ -250,7 +263,7 @@ fn label_requests(
     if kinds.edges {
         let pixels = pixels_by_id(&ids.edge, ids.width, scene.edges.len());
         for (e, px) in pixels.iter().enumerate() {
-            let id = format!("E{}", e + 1);
+            let id = edge_id(state, e);
             if !in_view(e) {
                 unlabelled.push(Unlabelled { id, reason: "outside the window".into() });
             } else if px.is_empty() {
@@ -271,7 +284,7 @@ fn label_requests(
         let pixels = pixels_by_id(&ids.face, ids.width, state.faces.len());
         let depth = interior_distance(ids);
         for (f, px) in pixels.iter().enumerate() {
-            let id = format!("F{}", f + 1);
+            let id = face_id(state, f);
             if px.is_empty() {
                 unlabelled.push(Unlabelled { id, reason: "hidden".into() });
             } else if px.len() < MIN_FACE_PIXELS {
@@ -562,7 +575,7 @@ pub fn sketch(scene: &Scene, state: &ModelState, frame: &Frame, window: Option<W
                     let (u, v) = local(last);
                     points.push([(u - window.u0) / s, (window.v0 + s - v) / s]);
                 }
-                ProjectedEdge { id: format!("E{}", e + 1), in_plane: in_plane[e], points }
+                ProjectedEdge { id: edge_id(state, e), in_plane: in_plane[e], points }
             })
             .collect();
         SketchMeta {
@@ -582,8 +595,8 @@ pub fn sketch(scene: &Scene, state: &ModelState, frame: &Frame, window: Option<W
     let (mut requests, unlabelled) =
         label_requests(&ids, state, scene, &camera, kinds, in_window, "covered by another edge or seen end-on");
     for r in &mut requests {
-        let e: usize = r.id[1..].parse::<usize>().unwrap_or(1) - 1;
-        if in_plane.get(e).copied().unwrap_or(false) {
+        let e = state.edges.iter().position(|edge| edge.id == r.id);
+        if e.is_some_and(|e| in_plane.get(e).copied().unwrap_or(false)) {
             r.priority += 1e6;
         }
     }

@@ -17,7 +17,7 @@
 
 use std::path::Path;
 
-use freecad_bridge::command::Primitive;
+use freecad_bridge::command::{Primitive, split_position};
 use freecad_bridge::{Command, ModelState, Program, Session};
 use gerd::record::{Signature, signature};
 use nalgebra::Vector3;
@@ -83,9 +83,11 @@ impl GroundTruth {
     }
 }
 
-/// One operation of the ground truth: the sketches its feature consumes, then the feature.
+/// One operation of the ground truth: the body it works in when the program switched
+/// before it, the sketches its feature consumes, then the feature.
 #[derive(Debug, Clone)]
 struct GtStep {
+    body: Option<String>,
     sketches: Vec<usize>,
     feature: usize,
 }
@@ -146,7 +148,7 @@ fn movable_axes(program: &Program) -> [bool; 3] {
                     return [false; 3];
                 }
             }
-            Command::Revolve(r) if r.axis.contains('.') => return [false; 3],
+            Command::Revolve(r) if !is_entity(&r.axis) => return [false; 3],
             _ => {}
         }
     }
@@ -165,9 +167,11 @@ impl Oracle {
     pub fn new(gt: GroundTruth) -> Oracle {
         let mut steps = Vec::new();
         let mut pending: Vec<usize> = Vec::new();
+        let mut body = None;
         for (i, c) in gt.program.commands.iter().enumerate() {
             match c {
                 Command::Sketch(_) => pending.push(i),
+                Command::Body(b) => body = Some(b.name.clone()),
                 Command::End => break,
                 feature => {
                     let used = sketches_used(feature);
@@ -179,7 +183,7 @@ impl Oracle {
                         }
                         !take
                     });
-                    steps.push(GtStep { sketches, feature: i });
+                    steps.push(GtStep { body: body.take(), sketches, feature: i });
                 }
             }
         }
@@ -216,13 +220,12 @@ impl Oracle {
     /// The current model's entity with the ground-truth entity's geometry, as the run names
     /// entities: an ID, or a selector under no-EGR.
     fn find(&self, id: &str, gt_state: &ModelState, ctx: &Context) -> Result<String, VlmError> {
-        let (head, tail) = match id.split_once('.') {
-            Some((h, t)) => (h, Some(t)),
-            None => (id, None),
-        };
+        let (head, tail) = split_position(id);
         let sig = signature(gt_state, head).ok_or_else(|| no_answer(format!("the ground truth has no {head}")))?;
-        let found = matching(&sig, &ctx.state, self.placement(ctx))
-            .or_else(|| if self.tolerant { nearest(&sig, &ctx.state, self.placement(ctx)) } else { None })
+        // Bodies may overlap: look for the entity in the body the ground truth's lies in.
+        let candidates = same_body(&ctx.state, head);
+        let found = matching(&sig, &candidates, self.placement(ctx))
+            .or_else(|| if self.tolerant { nearest(&sig, &candidates, self.placement(ctx)) } else { None })
             .ok_or_else(|| no_answer(format!("no entity of the current model matches the ground truth's {head}")))?;
         let name = if ctx.ablations.no_egr {
             let selector = selectors::find(&ctx.state, &found)
@@ -283,6 +286,9 @@ impl Oracle {
             json!({"reason": format!("step {} of the target: {op}", ctx.steps_done + 1), "command": command});
         if !sketches.is_empty() {
             answer["sketches"] = Value::Array(sketches);
+        }
+        if let Some(body) = &step.body {
+            answer["body"] = body.clone().into();
         }
         Ok(answer)
     }
@@ -354,7 +360,7 @@ impl Oracle {
             let mut v = serde_json::to_value(c).map_err(|e| no_answer(e.to_string()))?;
             for key in ["a", "b", "point", "object", "curve", "line"] {
                 let Some(text) = v.get(key).and_then(Value::as_str).map(str::to_string) else { continue };
-                if is_entity(text.split('.').next().unwrap_or("")) {
+                if is_entity(split_position(&text).0) {
                     if ctx.ablations.no_pgr {
                         continue 'constraints;
                     }
@@ -419,6 +425,23 @@ impl Oracle {
 
 fn is_entity(text: &str) -> bool {
     text.parse::<freecad_bridge::command::EntityId>().is_ok()
+}
+
+/// The entities of `state` in the body of the entity `id` names (the whole state when the
+/// model has one body).
+fn same_body<'a>(state: &'a ModelState, id: &str) -> std::borrow::Cow<'a, ModelState> {
+    let Ok(body) = id.parse::<freecad_bridge::command::EntityId>().map(|e| e.body) else {
+        return std::borrow::Cow::Borrowed(state);
+    };
+    if state.bodies.len() <= 1 {
+        return std::borrow::Cow::Borrowed(state);
+    }
+    let mine = |e: &String| e.parse::<freecad_bridge::command::EntityId>().is_ok_and(|e| e.body == body);
+    let mut only = state.clone();
+    only.faces.retain(|f| mine(&f.id));
+    only.edges.retain(|e| mine(&e.id));
+    only.vertices.retain(|v| mine(&v.id));
+    std::borrow::Cow::Owned(only)
 }
 
 /// The entity of `state` with the signature's geometry, placed.

@@ -294,10 +294,8 @@ impl Sim {
         if !self.chance(Kind::Reference, self.rates.reference) {
             return;
         }
-        let (head, tail) = match text.split_once('.') {
-            Some((h, t)) => (h.to_string(), Some(t.to_string())),
-            None => (text.clone(), None),
-        };
+        let (head, tail) = freecad_bridge::command::split_position(&text);
+        let (head, tail) = (head.to_string(), tail.map(str::to_string));
         // Under no-EGR the answer names entities by selectors: resolve the right one first.
         let right = if ctx.ablations.no_egr {
             match selectors::resolve(head.trim_start_matches('(').trim_end_matches(')'), &ctx.state) {

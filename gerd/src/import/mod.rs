@@ -38,7 +38,9 @@
 mod cadquery;
 mod deepcad;
 
-use freecad_bridge::command::{Command, Extent, Extrude, Mode, Plane, PlaneRotation, Primitive, Rotations, Sketch};
+use freecad_bridge::command::{
+    BodyChoice, Command, Extent, Extrude, Mode, Plane, PlaneRotation, Primitive, Rotations, Sketch,
+};
 use freecad_bridge::state::{FaceKind, Frame};
 use freecad_bridge::{BridgeError, Program, Session};
 
@@ -251,8 +253,8 @@ struct Builder<'s> {
     commands: Vec<Command>,
     notes: Vec<String>,
     counts: PlacementCounts,
-    /// Construction planes made so far, with their planes, for reuse.
-    planes: Vec<(String, Frame3)>,
+    /// Construction planes made so far, with their planes and bodies, for reuse.
+    planes: Vec<(String, Frame3, usize)>,
     sketches: usize,
     placement: Placement,
 }
@@ -303,10 +305,12 @@ fn refusal(error: &ImportError) -> Option<Refusal> {
 
 /// Execute `features` in order (the first adds material) and return the program.
 ///
-/// PartDesign keeps one solid after every feature, while a CadQuery or DeepCAD program may
-/// union extrusions that only touch once a later one joins them. Consecutive additions
-/// commute (a union is order-free), so within such a run a refused addition is retried after
-/// the others; cuts are never moved across additions.
+/// PartDesign keeps one solid per body after every feature, while a CadQuery or DeepCAD
+/// program may union extrusions that only touch once a later one joins them. Consecutive
+/// additions commute (a union is order-free), so within such a run an addition is tried in
+/// the active body, then in the others, then retried after the rest of the run; one that
+/// touches no body even then starts a body of its own (the part is several solids). A cut
+/// goes into every body it removes material from. Cuts are never moved across additions.
 pub(crate) fn build(
     session: &mut Session,
     features: &[Feature],
@@ -335,36 +339,43 @@ pub(crate) fn build(
     };
     let mut i = 0;
     while i < features.len() {
-        let run = features[i..].iter().take_while(|f| f.mode == features[i].mode).count();
-        let run = if features[i].mode == Mode::Add { run } else { 1 };
+        if features[i].mode == Mode::Cut {
+            b.cut(&features[i])?;
+            i += 1;
+            continue;
+        }
+        let run = features[i..].iter().take_while(|f| f.mode == Mode::Add).count();
         let mut pending: Vec<&Feature> = features[i..i + run].iter().collect();
         while !pending.is_empty() {
             let mut deferred = Vec::new();
             let mut last = None;
             for f in &pending {
-                match b.attempt(f) {
-                    Ok(None) => {}
-                    Ok(Some(Refusal::NoEffect)) => {
+                match b.add(f)? {
+                    None => {}
+                    Some(Refusal::NoEffect) => {
                         b.notes.push(format!(
                             "{}: left out, it changes nothing (the source's boolean is a no-op)",
                             f.label
                         ));
                     }
-                    Ok(Some(Refusal::Disconnected)) => deferred.push(*f),
-                    Err(e) => return Err(e),
+                    Some(Refusal::Disconnected) => deferred.push(*f),
                 }
                 last = Some(f.label.clone());
             }
             if deferred.len() == pending.len() {
-                let labels: Vec<&str> = deferred.iter().map(|f| f.label.as_str()).collect();
-                return Err(ImportError::Geometry {
-                    what: labels.join(", "),
-                    reason: "the part is several separate solids (a PartDesign body holds one)".into(),
-                });
-            }
-            if !deferred.is_empty() {
+                // Nothing left in the run touches a body: the first starts a body of its own.
+                let first = deferred.remove(0);
+                let body = b.session.state().body_count() + 1;
+                if b.attempt_in(first, Some(body))?.is_some() {
+                    return Err(ImportError::Geometry {
+                        what: first.label.clone(),
+                        reason: format!("FreeCAD refused it even as a body of its own (B{body})"),
+                    });
+                }
+                b.notes.push(format!("{}: body B{body}, a separate solid", first.label));
+            } else if !deferred.is_empty() {
                 b.notes.push(format!(
-                    "{} added after {} to keep one solid at every step",
+                    "{} added after {} to keep one solid per body at every step",
                     deferred.iter().map(|f| f.label.as_str()).collect::<Vec<_>>().join(", "),
                     last.unwrap_or_default()
                 ));
@@ -382,11 +393,63 @@ pub(crate) fn build(
 }
 
 impl Builder<'_> {
-    /// Build one feature; where FreeCAD refuses it for a reason in [`Refusal`], put the
+    /// An addition: into the active body, else into another one it joins. `Disconnected`
+    /// when it touches none of them.
+    fn add(&mut self, f: &Feature) -> Result<Option<Refusal>, ImportError> {
+        let refusal = self.attempt_in(f, None)?;
+        if refusal != Some(Refusal::Disconnected) {
+            return Ok(refusal);
+        }
+        let active = self.session.state().active_body_number();
+        for body in (1..=self.session.state().body_count()).filter(|&k| k != active) {
+            let refusal = self.attempt_in(f, Some(body))?;
+            if refusal != Some(Refusal::Disconnected) {
+                return Ok(refusal);
+            }
+        }
+        Ok(Some(Refusal::Disconnected))
+    }
+
+    /// A cut, in every body it removes material from.
+    fn cut(&mut self, f: &Feature) -> Result<(), ImportError> {
+        let bodies = self.session.state().body_count();
+        let mut applied = Vec::new();
+        for body in 1..=bodies {
+            match self.attempt_in(f, (bodies > 1).then_some(body))? {
+                None => applied.push(body),
+                Some(Refusal::NoEffect) => {}
+                Some(Refusal::Disconnected) => {
+                    return Err(ImportError::Geometry {
+                        what: f.label.clone(),
+                        reason: format!("the cut splits body B{body} into separate solids (a body holds one)"),
+                    });
+                }
+            }
+        }
+        match applied.as_slice() {
+            [] => {
+                self.notes.push(format!("{}: left out, it changes nothing (the source's boolean is a no-op)", f.label))
+            }
+            [_] => {}
+            several => self.notes.push(format!(
+                "{}: cut in each of bodies {}",
+                f.label,
+                several.iter().map(|b| format!("B{b}")).collect::<Vec<_>>().join(", ")
+            )),
+        }
+        Ok(())
+    }
+
+    /// Build one feature, in `body` when given (switching to it, or starting it when it is
+    /// the next new one); where FreeCAD refuses it for a reason in [`Refusal`], put the
     /// document and the program back as they were and say why.
-    fn attempt(&mut self, f: &Feature) -> Result<Option<Refusal>, ImportError> {
+    fn attempt_in(&mut self, f: &Feature, body: Option<usize>) -> Result<Option<Refusal>, ImportError> {
         let (commands, counts, planes, sketches) = (self.commands.len(), self.counts, self.planes.len(), self.sketches);
         let notes = self.notes.len();
+        let switch = body.filter(|&k| k != self.session.state().active_body_number());
+        if let Some(k) = switch {
+            self.execute(Command::Body(BodyChoice { name: format!("B{k}") }))?;
+        }
         let error = match self.feature(f) {
             Ok(()) => return Ok(None),
             Err(e) => e,
@@ -397,8 +460,8 @@ impl Builder<'_> {
         self.planes.truncate(planes);
         self.sketches = sketches;
         self.notes.truncate(notes);
-        // The sketch (and any plane) before the refused extrusion are in the document:
-        // rebuild it from the program so far.
+        // The sketch (and any plane or body switch) before the refused extrusion are in the
+        // document: rebuild it from the program so far.
         self.session.reset().map_err(|error| ImportError::Query {
             what: "resetting the document to drop a refused feature".into(),
             error,
@@ -522,7 +585,7 @@ impl Builder<'_> {
             .state()
             .faces
             .iter()
-            .filter(|face| on_faces && face.kind == FaceKind::Plane)
+            .filter(|face| on_faces && face.kind == FaceKind::Plane && in_active_body(&face.id, self.session.state()))
             .filter_map(|face| {
                 let n = unit(face.normal?)?;
                 coplanar(n, face.centroid).then(|| (face.id.clone(), face.area))
@@ -536,7 +599,8 @@ impl Builder<'_> {
                 return Ok(Support::Base(name));
             }
         }
-        if let Some((name, _)) = self.planes.iter().find(|(_, p)| coplanar(p.z, p.origin)) {
+        let body = self.session.state().active_body_number();
+        if let Some((name, _, _)) = self.planes.iter().find(|(_, p, b)| *b == body && coplanar(p.z, p.origin)) {
             return Ok(Support::Construction(name.clone()));
         }
         self.construction_plane(f, size).map(Support::Construction)
@@ -563,8 +627,9 @@ impl Builder<'_> {
             f.loops.iter().flatten().flat_map(Curve::points).map(|p| f.plane.to_local(p)).collect();
         let mut best: Option<(usize, f64, &String)> = None;
         for (id, area) in candidates {
-            let Some(index) = id.strip_prefix('F').and_then(|d| d.parse::<usize>().ok()) else { continue };
-            let (Some(&t0), Some(&t1)) = (mesh.face_offsets.get(index - 1), mesh.face_offsets.get(index)) else {
+            // The tessellation lists faces in the state's order, body by body.
+            let Some(index) = id.parse().ok().and_then(|id| self.session.state().position(id)) else { continue };
+            let (Some(&t0), Some(&t1)) = (mesh.face_offsets.get(index), mesh.face_offsets.get(index + 1)) else {
                 continue;
             };
             let corner = |t: usize, k: usize| -> Option<[f64; 2]> {
@@ -631,9 +696,15 @@ impl Builder<'_> {
             });
         }
         self.notes.push(format!("{}: construction plane {name}", f.label));
-        self.planes.push((name.clone(), f.plane));
+        let body = self.session.state().active_body_number();
+        self.planes.push((name.clone(), f.plane, body));
         Ok(name)
     }
+}
+
+/// Whether an entity ID belongs to the body commands work on.
+fn in_active_body(id: &str, state: &freecad_bridge::ModelState) -> bool {
+    id.parse::<freecad_bridge::command::EntityId>().is_ok_and(|e| e.body == state.active_body_number())
 }
 
 fn in_triangle(p: [f64; 2], t: &[[f64; 2]; 3], eps: f64) -> bool {
