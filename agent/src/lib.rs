@@ -793,7 +793,7 @@ impl Run<'_> {
             .value("sketch_on", sp.on.clone())
             .value("plan", plan.describe())
             .value("window_size", format!("{:.4}", meta.window.size))
-            .value("projected", pgr::projected_table(&meta).trim_end().to_string());
+            .value("projected", pgr::projected_table(&meta, &state).trim_end().to_string());
         let mut context = self.context(&state);
         context.plan = Some(plan.clone());
         context.sketch = Some(SketchRequest { name: sp.name.clone(), on: sp.on.clone(), meta: meta.clone() });

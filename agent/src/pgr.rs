@@ -13,10 +13,11 @@ use freecad_bridge::state::{EdgeKind, Frame};
 use freecad_bridge::{ModelState, command::Sketch};
 use views::SketchMeta;
 
-/// T_t^geom,s: the projected edges as sampled points in view coordinates, one line each.
-pub fn projected_table(meta: &SketchMeta) -> String {
+/// T_t^geom,s: the projected edges of the active body (the ones a sketch may be tied to) as
+/// sampled points in view coordinates, one line each.
+pub fn projected_table(meta: &SketchMeta, state: &ModelState) -> String {
     let mut out = String::new();
-    for e in &meta.edges {
+    for e in meta.edges.iter().filter(|e| state.in_active_body(&e.id)) {
         let inside = e.points.iter().any(|p| (-0.05..=1.05).contains(&p[0]) && (-0.05..=1.05).contains(&p[1]));
         if !inside {
             continue;
@@ -46,20 +47,24 @@ pub fn snap(sketch: &mut Sketch, frame: &Frame, state: &ModelState, tolerance: f
         rel.abs() <= 1e-6 * (1.0 + tolerance)
     };
     // Vertices in the plane first: they are what a sketch on a face follows.
-    let mut vertices: Vec<(String, [f64; 2], bool)> =
-        state.vertices.iter().map(|v| (v.id.clone(), frame.to_local(v.point), in_plane(v.point))).collect();
+    let mut vertices: Vec<(String, [f64; 2], bool)> = state
+        .vertices
+        .iter()
+        .filter(|v| state.in_active_body(&v.id))
+        .map(|v| (v.id.clone(), frame.to_local(v.point), in_plane(v.point)))
+        .collect();
     vertices.sort_by_key(|v| !v.2);
     let mut centers: Vec<(String, [f64; 2], bool)> = state
         .edges
         .iter()
-        .filter(|e| e.kind == EdgeKind::Circle)
+        .filter(|e| e.kind == EdgeKind::Circle && state.in_active_body(&e.id))
         .filter_map(|e| e.center.map(|c| (e.id.clone(), frame.to_local(c), e.midpoint.is_some_and(in_plane))))
         .collect();
     centers.sort_by_key(|c| !c.2);
     let mut lines: Vec<(String, [f64; 2], [f64; 2], bool)> = state
         .edges
         .iter()
-        .filter(|e| e.kind == EdgeKind::Line)
+        .filter(|e| e.kind == EdgeKind::Line && state.in_active_body(&e.id))
         .filter_map(|e| {
             let (a, b) = (e.start?, e.end?);
             Some((e.id.clone(), frame.to_local(a), frame.to_local(b), in_plane(a) && in_plane(b)))

@@ -371,7 +371,7 @@ fn the_oracle_rebuilds_test100_parts_from_their_own_images() {
         session.reset().expect("reset");
         let Ok(imported) = gerd::import::import_cadquery(record["ground_truth"].as_str().expect("code"), &mut session)
         else {
-            continue; // Parts the importer cannot represent (several solids) are its own test's concern.
+            continue; // Parts the importer cannot represent are its own test's concern.
         };
         let dir = tempfile::tempdir().expect("tempdir");
         let program = dir.path().join("gt.json");
@@ -387,4 +387,43 @@ fn the_oracle_rebuilds_test100_parts_from_their_own_images() {
         checked += 1;
     }
     assert!(checked >= 10, "only {checked} test100 parts checked");
+}
+
+#[test]
+fn the_oracle_rebuilds_test100_parts_of_several_bodies() {
+    let Some(data) = common::data_dir() else {
+        println!("skipped: no test data (set VISION2CAD_DATA or provide ../shared/data)");
+        return;
+    };
+    let root = data.join("cadcoder-test100");
+    let Ok(text) = std::fs::read_to_string(root.join("cadquery_test_data_subset100.jsonl")) else {
+        println!("skipped: {} has no test100 programs", root.display());
+        return;
+    };
+    let mut session = common::session();
+    // Two bodies whose sketch planes hold vertices of the other body (snapping must keep to
+    // the active body), and three bodies.
+    for id in ["00342885", "00319779"] {
+        let record: Value = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("jsonl line"))
+            .find(|r| r["image"].as_str().is_some_and(|i| i.contains(id)))
+            .unwrap_or_else(|| panic!("{id} is in test100"));
+        session.reset().expect("reset");
+        let imported = gerd::import::import_cadquery(record["ground_truth"].as_str().expect("code"), &mut session)
+            .unwrap_or_else(|e| panic!("{id} imports: {e}"));
+        assert!(session.state().bodies.len() >= 2, "{id} is several bodies");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let program = dir.path().join("gt.json");
+        std::fs::write(&program, serde_json::to_string(&imported.program).expect("json")).expect("write");
+        let image = root.join("images").join(record["image"].as_str().expect("image"));
+        let out = dir.path().join("out");
+        let run = reconstruct(&image, &out, &["--gt", program.to_str().expect("utf-8")]);
+        assert!(run.status.success(), "{id}: {}", String::from_utf8_lossy(&run.stderr));
+        let pred = out.join("program.json");
+        let bodies = std::fs::read_to_string(&pred).expect("program").matches(r#""op": "body""#).count();
+        assert!(bodies >= 1, "{id}: the reconstruction starts a second body");
+        let static_iou = iou(&pred, &program, "static").expect("compiled");
+        assert!(static_iou >= 0.99, "{id}: static IoU {static_iou}");
+    }
 }

@@ -6,7 +6,8 @@ mod common;
 use std::path::PathBuf;
 
 use common::{example, session};
-use freecad_bridge::Session;
+use freecad_bridge::command::{EntityId, EntityKind};
+use freecad_bridge::{ModelState, Session};
 use image::RgbImage;
 use views::labels::{Rect, intersects};
 use views::{LabelKinds, NO_ENTITY, Options, Scene, View};
@@ -101,7 +102,8 @@ fn target_views_look_like_the_benchmark_renders() {
 }
 
 /// The rules every tagged view keeps.
-fn check_tagged(name: &str, view: &View, edge_count: usize) {
+fn check_tagged(name: &str, view: &View, state: &ModelState) {
+    let edge_count = state.edges.len();
     let (w, h) = (f64::from(view.meta.width), f64::from(view.meta.height));
     let labels = &view.meta.labels;
     for (i, label) in labels.iter().enumerate() {
@@ -111,11 +113,19 @@ fn check_tagged(name: &str, view: &View, edge_count: usize) {
             assert!(!intersects(&r, &other.rect), "{name}: {} and {} overlap", label.id, other.id);
         }
         let (x, y) = (label.anchor[0].floor() as i64, label.anchor[1].floor() as i64);
-        let index: u32 = label.id[1..].parse::<u32>().expect("numeric ID") - 1;
-        match label.id.as_bytes()[0] {
-            b'E' => assert_eq!(view.ids.edge_at(x, y), index, "{name}: {} anchor is off its edge", label.id),
-            b'F' => assert_eq!(view.ids.face_at(x, y), index, "{name}: {} anchor is off its face", label.id),
-            _ => assert_ne!(view.ids.edge_at(x, y), NO_ENTITY, "{name}: {} anchor is off the edges", label.id),
+        // The buffers number entities in the state's order, body by body.
+        let id: EntityId = label.id.parse().expect("entity ID");
+        let index = state.position(id).expect("a label names an entity of the state") as u32;
+        match id.kind {
+            EntityKind::Edge => {
+                assert_eq!(view.ids.edge_at(x, y), index, "{name}: {} anchor is off its edge", label.id)
+            }
+            EntityKind::Face => {
+                assert_eq!(view.ids.face_at(x, y), index, "{name}: {} anchor is off its face", label.id)
+            }
+            EntityKind::Vertex => {
+                assert_ne!(view.ids.edge_at(x, y), NO_ENTITY, "{name}: {} anchor is off the edges", label.id)
+            }
         }
     }
     // Edges with 20 or more visible pixels are (almost) all labelled.
@@ -126,12 +136,12 @@ fn check_tagged(name: &str, view: &View, edge_count: usize) {
         }
     }
     let big: Vec<usize> = (0..edge_count).filter(|&e| visible[e] >= 20).collect();
-    let labelled = big.iter().filter(|&&e| labels.iter().any(|l| l.id == format!("E{}", e + 1))).count();
+    let labelled = big.iter().filter(|&&e| labels.iter().any(|l| l.id == state.edges[e].id)).count();
     assert!(labelled * 100 >= big.len() * 95, "{name}: only {labelled} of {} visible edges labelled", big.len());
     // Every entity is either labelled or listed with a reason.
-    for e in 0..edge_count {
-        let id = format!("E{}", e + 1);
-        let listed = labels.iter().any(|l| l.id == id) || view.meta.unlabelled.iter().any(|u| u.id == id);
+    for edge in &state.edges {
+        let id = &edge.id;
+        let listed = labels.iter().any(|l| l.id == *id) || view.meta.unlabelled.iter().any(|u| u.id == *id);
         assert!(listed, "{name}: {id} is neither labelled nor listed as unlabelled");
     }
 }
@@ -158,7 +168,7 @@ fn tagged_views_label_visible_edges_without_overlaps() {
     for name in EXAMPLES {
         let scene = build(&mut s, name);
         let view = views::tagged(&scene, s.state(), &Options::default());
-        check_tagged(name, &view, s.state().edges.len());
+        check_tagged(name, &view, s.state());
         let n = crossings(&view);
         if n > 0 {
             eprintln!("{name}: {n} crossing leaders");
@@ -174,12 +184,30 @@ fn tagged_views_can_label_faces_and_vertices_too() {
     let scene = build(&mut s, "plate_counterbore");
     let opts = Options { labels: LabelKinds { edges: true, faces: true, vertices: true }, ..Options::default() };
     let view = views::tagged(&scene, s.state(), &opts);
-    check_tagged("plate_counterbore", &view, s.state().edges.len());
+    check_tagged("plate_counterbore", &view, s.state());
     let kinds = |prefix: u8| view.meta.labels.iter().filter(|l| l.id.as_bytes()[0] == prefix).count();
     assert!(kinds(b'F') >= 3, "the top face and two sides are labelled");
     assert!(kinds(b'V') >= 1, "visible vertices are labelled");
     // The top face F5 is the largest visible face: it must be labelled, inside itself.
     assert!(view.meta.labels.iter().any(|l| l.id == "F5"), "{:?}", view.meta.labels);
+}
+
+#[test]
+fn tagged_views_of_several_bodies_label_each_body_with_its_own_ids() {
+    let mut s = session();
+    let scene = build(&mut s, "two_bodies");
+    let opts = Options { labels: LabelKinds { edges: true, faces: true, vertices: false }, ..Options::default() };
+    let view = views::tagged(&scene, s.state(), &opts);
+    check_tagged("two_bodies", &view, s.state());
+    let of_b2 = |letter: char| {
+        view.meta.labels.iter().filter(|l| l.id.strip_prefix("B2.").is_some_and(|r| r.starts_with(letter))).count()
+    };
+    assert!(of_b2('E') >= 3 && of_b2('F') >= 2, "the cylinder's edges and faces carry B2: {:?}", view.meta.labels);
+    assert!(
+        view.meta.labels.iter().any(|l| l.id.starts_with('F')),
+        "the block's faces keep their plain IDs: {:?}",
+        view.meta.labels
+    );
 }
 
 #[test]
@@ -194,7 +222,7 @@ fn tagged_views_of_real_parts_keep_the_rules() {
         s.load(&steps.join(format!("{id}.step"))).expect("load");
         let scene = scene_of(&mut s);
         let view = views::tagged(&scene, s.state(), &Options::default());
-        check_tagged(id, &view, s.state().edges.len());
+        check_tagged(id, &view, s.state());
     }
 }
 
@@ -327,7 +355,7 @@ fn perspective_views_and_hidden_edges() {
     let opts = Options { perspective: true, direction: [2.0, -1.0, 1.5], ..Options::default() };
     let view = views::tagged(&scene, s.state(), &opts);
     assert!(matches!(view.meta.camera.projection, views::Projection::Perspective { .. }));
-    check_tagged("chamfer_box (perspective)", &view, s.state().edges.len());
+    check_tagged("chamfer_box (perspective)", &view, s.state());
 
     // The box's three back edges are hidden: dashed in light gray only when asked for.
     let scene = build(&mut s, "box");

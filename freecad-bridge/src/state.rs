@@ -227,6 +227,12 @@ impl ModelState {
         self.active_body.as_deref().and_then(|b| b.strip_prefix('B')).and_then(|d| d.parse().ok()).unwrap_or(1)
     }
 
+    /// Whether an entity ID names an entity of the active body (the only ones a command may
+    /// attach to, project or change).
+    pub fn in_active_body(&self, id: &str) -> bool {
+        body_of(id) == self.active_body_number()
+    }
+
     /// Every body holds exactly one solid, and the B-rep is valid: the model a finished
     /// program must leave.
     pub fn one_solid_per_body(&self) -> bool {
