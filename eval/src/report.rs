@@ -192,6 +192,7 @@ impl Report {
         let _ = writeln!(out, "normalisation  {}", self.normalize.name());
         let _ = writeln!(out, "points         N = {} per shape, area-weighted; seed {}", self.points, self.seed);
         let _ = writeln!(out, "IoU methods    {methods}");
+        let _ = writeln!(out, "solids         several in one model are scored as their union");
         let _ = writeln!(out, "samples        {} ({} compiled)", self.n, self.n_compiled);
         let _ = writeln!(out);
         let _ = writeln!(out, "{:<22} {:>12}", "metric", "value");
