@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use freecad_bridge::command::{Command, Extent};
 use freecad_bridge::{Program, Session};
-use gerd::import::{ImportError, Imported, import_cadquery, import_deepcad};
+use gerd::import::{ImportError, Imported, Units, import_cadquery, import_deepcad, import_deepcad_in};
 
 const HEADER: &str = "import cadquery as cq\n";
 
@@ -523,4 +523,51 @@ fn deepcad_nesting_is_read_from_the_geometry_not_the_flags() {
     let imported = import_deepcad(&json, &mut session).unwrap_or_else(|e| panic!("{e}"));
     assert_model(&mut session, 16.0 - PI, [0.0; 3], [4.0, 4.0, 1.0]);
     assert!(imported.notes.iter().any(|n| n.contains("nesting decided geometrically")), "{:?}", imported.notes);
+}
+
+#[test]
+fn deepcad_separate_solids_import_as_bodies_and_a_later_cut_reaches_each() {
+    let mut session = common::session();
+    let xy = |profiles| sketch([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], profiles);
+    let square = |x0: f64, s: f64| [[x0, 0.0], [x0 + s, 0.0], [x0 + s, s], [x0, s]];
+    // Two 2 x 2 x 1 plates 3 apart, joined in one part; then a 1 x 1 slot cut from the top,
+    // 0.5 deep, across the gap, so it bites 0.5 x 1 x 0.5 out of each plate.
+    let json = deepcad(&[
+        (
+            "s1",
+            xy(
+                serde_json::json!({"p1": {"loops": [{"is_outer": true, "profile_curves": polygon(&square(0.0, 2.0), "a")}]}}),
+            ),
+        ),
+        ("e1", extrude("OneSideFeatureExtentType", 1.0, 0.0, "NewBodyFeatureOperation", &[("s1", "p1")])),
+        (
+            "s2",
+            xy(
+                serde_json::json!({"p1": {"loops": [{"is_outer": true, "profile_curves": polygon(&square(5.0, 2.0), "b")}]}}),
+            ),
+        ),
+        ("e2", extrude("OneSideFeatureExtentType", 1.0, 0.0, "JoinFeatureOperation", &[("s2", "p1")])),
+        (
+            "s3",
+            // From the top, z axis down (so local y is global -y).
+            sketch(
+                [0.0, 0.0, 1.0],
+                [1.0, 0.0, 0.0],
+                [0.0, -1.0, 0.0],
+                [0.0, 0.0, -1.0],
+                serde_json::json!({"p1": {"loops": [{"is_outer": true,
+                    "profile_curves": polygon(&[[1.5, -0.5], [5.5, -0.5], [5.5, -1.5], [1.5, -1.5]], "c")}]}}),
+            ),
+        ),
+        ("e3", extrude("OneSideFeatureExtentType", 0.5, 0.0, "CutFeatureOperation", &[("s3", "p1")])),
+    ]);
+    let imported = import_deepcad_in(&json, &mut session, Units::Millimetres).unwrap_or_else(|e| panic!("{e}"));
+    let state = session.state();
+    assert_eq!(state.bodies.len(), 2, "{:?}", imported.notes);
+    assert!(state.one_solid_per_body());
+    assert!((state.volume - (8.0 - 2.0 * 0.25)).abs() < 1e-9, "volume {}", state.volume);
+    let ops: Vec<&str> = imported.program.commands.iter().map(|c| c.op()).collect();
+    assert_eq!(ops.iter().filter(|&&op| op == "body").count(), 2, "start B2, then B1 for its part of the cut: {ops:?}");
+    assert!(imported.notes.iter().any(|n| n.contains("body B2")), "{:?}", imported.notes);
+    assert!(imported.notes.iter().any(|n| n.contains("cut in each of bodies B1, B2")), "{:?}", imported.notes);
 }

@@ -348,3 +348,25 @@ fn two_bodies_number_their_entities_apart_and_keep_to_the_active_body() {
     assert_eq!(loaded.bodies.iter().map(|b| b.solids).collect::<Vec<_>>(), [1, 1]);
     assert_close(loaded.volume, state.volume, "volume read back");
 }
+
+#[test]
+fn entity_tables_keep_the_precision_of_a_small_model() {
+    // A 0.0123 x 0.0456 x 0.00789 block (a part in metres): volume 4.425e-6, which a table
+    // rounded to 9 decimals would cut to four digits.
+    let (a, b, h) = (0.0123, 0.0456, 0.00789);
+    let program: freecad_bridge::Program = serde_json::from_value(serde_json::json!({"commands": [
+        {"op": "sketch", "name": "S1", "on": "XY", "primitives": [
+            {"type": "line", "start": [0, 0], "end": [a, 0]}, {"type": "line", "start": [a, 0], "end": [a, b]},
+            {"type": "line", "start": [a, b], "end": [0, b]}, {"type": "line", "start": [0, b], "end": [0, 0]}]},
+        {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": h}}]}))
+    .expect("program");
+    let mut s = session();
+    s.execute_program(&program).expect("small block");
+    let state = s.state();
+    let relative = |got: f64, want: f64| ((got - want) / want).abs();
+    assert!(relative(state.volume, a * b * h) < 1e-9, "volume {} vs {}", state.volume, a * b * h);
+    assert!(relative(state.area, 2.0 * (a * b + a * h + b * h)) < 1e-9, "area {}", state.area);
+    let top = state.faces.iter().find(|f| f.centroid[2] > h / 2.0).expect("top face");
+    assert!(relative(top.area, a * b) < 1e-9, "top face area {}", top.area);
+    assert!(relative(top.centroid[0], a / 2.0) < 1e-9, "centroid {:?}", top.centroid);
+}

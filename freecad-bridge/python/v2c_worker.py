@@ -12,6 +12,7 @@ changed properties are restored, and the document recomputes to exactly its prev
 """
 
 import json
+import math
 import os
 import re
 import sys
@@ -97,15 +98,32 @@ class Model:
 MODEL = None
 
 
-def _clean(x):
+def _clean(x, decimals=9):
     # Round-off dust (1e-32, -0.0, 22.500000000000004) differs with the process's memory
     # layout: 9 decimals (a nanometre) make equal geometry print equally.
-    x = round(float(x), 9)
+    x = round(float(x), decimals)
     return 0.0 if x == 0.0 else x
 
 
-def _vec(v):
-    return [_clean(v.x), _clean(v.y), _clean(v.z)]
+def _vec(v, decimals=9):
+    return [_clean(v.x, decimals), _clean(v.y, decimals), _clean(v.z, decimals)]
+
+
+class Rounding:
+    """How many decimals an entity table keeps: 9 for a model 1 unit across or larger (a
+    nanometre in mm), more for a smaller one, so lengths, areas and volumes keep 9
+    significant digits of the model's size (a part 0.01 across has volumes near 1e-6,
+    which 9 decimals would cut to three digits). Directions keep 9 decimals."""
+
+    def __init__(self, diagonal):
+        k = max(0, -math.floor(math.log10(diagonal))) if diagonal > 0 else 0
+        self.length, self.area, self.volume = 9 + k, 9 + 2 * k, 9 + 3 * k
+
+    def l(self, x):
+        return _clean(x, self.length)
+
+    def point(self, v):
+        return _vec(v, self.length)
 
 
 # ---------------------------------------------------------------------------- entity table
@@ -150,14 +168,14 @@ def body_prefix(k):
     return "" if k == 1 else "B%d." % k
 
 
-def face_record(prefix, i, face, edge_index):
+def face_record(prefix, i, face, edge_index, r):
     surface = face.Surface
     kind = _SURFACES.get(type(surface).__name__, "other")
     rec = {
         "id": "%sF%d" % (prefix, i + 1),
         "kind": kind,
-        "area": _clean(face.Area),
-        "centroid": _vec(face.CenterOfMass),
+        "area": _clean(face.Area, r.area),
+        "centroid": r.point(face.CenterOfMass),
         "edges": ["%sE%d" % (prefix, _lookup(edge_index, e) + 1) for e in face.Edges],
     }
     if kind == "plane":
@@ -166,32 +184,32 @@ def face_record(prefix, i, face, edge_index):
     elif kind in ("cylinder", "cone", "sphere", "torus"):
         if hasattr(surface, "Axis"):
             rec["axis"] = _vec(surface.Axis)
-        rec["center"] = _vec(surface.Center)
+        rec["center"] = r.point(surface.Center)
         if kind == "torus":
-            rec["radius"] = _clean(surface.MajorRadius)
-            rec["minor_radius"] = _clean(surface.MinorRadius)
+            rec["radius"] = r.l(surface.MajorRadius)
+            rec["minor_radius"] = r.l(surface.MinorRadius)
         elif hasattr(surface, "Radius"):
-            rec["radius"] = _clean(surface.Radius)
+            rec["radius"] = r.l(surface.Radius)
         if kind == "cone":
             rec["semi_angle"] = _clean(surface.SemiAngle)
     return rec
 
 
-def edge_record(prefix, i, edge, vertex_index):
+def edge_record(prefix, i, edge, vertex_index, r):
     curve = None if edge.Degenerated else edge.Curve
     kind = "degenerate" if curve is None else _CURVES.get(type(curve).__name__, "other")
-    rec = {"id": "%sE%d" % (prefix, i + 1), "kind": kind, "length": _clean(edge.Length)}
+    rec = {"id": "%sE%d" % (prefix, i + 1), "kind": kind, "length": r.l(edge.Length)}
     verts = edge.Vertexes
     if verts:
-        rec["start"] = _vec(verts[0].Point)
-        rec["end"] = _vec(verts[-1].Point)
+        rec["start"] = r.point(verts[0].Point)
+        rec["end"] = r.point(verts[-1].Point)
     if curve is not None:
         p0, p1 = edge.ParameterRange
-        rec["midpoint"] = _vec(edge.valueAt((p0 + p1) / 2))
+        rec["midpoint"] = r.point(edge.valueAt((p0 + p1) / 2))
         rec["closed"] = bool(edge.isClosed())
         if kind == "circle":
-            rec["center"] = _vec(curve.Center)
-            rec["radius"] = _clean(curve.Radius)
+            rec["center"] = r.point(curve.Center)
+            rec["radius"] = r.l(curve.Radius)
             rec["axis"] = _vec(curve.Axis)
         elif kind == "line":
             d = verts[-1].Point - verts[0].Point if len(verts) >= 2 else V(0, 0, 0)
@@ -229,6 +247,7 @@ def entity_table(owners, active):
         return table
     every = shapes[0] if len(shapes) == 1 else Part.makeCompound(shapes)
     bb = every.BoundBox
+    r = Rounding(bb.DiagonalLength)
     valid = True
     for k, owner in enumerate(owners):
         prefix = body_prefix(k + 1)
@@ -242,16 +261,16 @@ def entity_table(owners, active):
         table["bodies"].append(
             {"id": "B%d" % (k + 1), "faces": ["%sF%d" % (prefix, i + 1) for i in range(len(faces))], "solids": len(shape.Solids)}
         )
-        table["faces"] += [face_record(prefix, i, f, edge_index) for i, f in enumerate(faces)]
-        table["edges"] += [edge_record(prefix, i, e, vertex_index) for i, e in enumerate(edges)]
-        table["vertices"] += [{"id": "%sV%d" % (prefix, i + 1), "point": _vec(v.Point)} for i, v in enumerate(vertices)]
+        table["faces"] += [face_record(prefix, i, f, edge_index, r) for i, f in enumerate(faces)]
+        table["edges"] += [edge_record(prefix, i, e, vertex_index, r) for i, e in enumerate(edges)]
+        table["vertices"] += [{"id": "%sV%d" % (prefix, i + 1), "point": r.point(v.Point)} for i, v in enumerate(vertices)]
     table.update(
         {
             "valid": valid,
-            "volume": _clean(sum(s.Volume for s in shapes)),
-            "area": _clean(sum(s.Area for s in shapes)),
+            "volume": _clean(sum(s.Volume for s in shapes), r.volume),
+            "area": _clean(sum(s.Area for s in shapes), r.area),
             "solids": sum(len(s.Solids) for s in shapes),
-            "bbox": {"min": [_clean(bb.XMin), _clean(bb.YMin), _clean(bb.ZMin)], "max": [_clean(bb.XMax), _clean(bb.YMax), _clean(bb.ZMax)]},
+            "bbox": {"min": [r.l(bb.XMin), r.l(bb.YMin), r.l(bb.ZMin)], "max": [r.l(bb.XMax), r.l(bb.YMax), r.l(bb.ZMax)]},
         }
     )
     return table

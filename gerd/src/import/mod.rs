@@ -413,8 +413,11 @@ impl Builder<'_> {
     /// A cut, in every body it removes material from.
     fn cut(&mut self, f: &Feature) -> Result<(), ImportError> {
         let bodies = self.session.state().body_count();
+        let active = self.session.state().active_body_number();
+        // The active body first: no switch where the cut reaches only it.
+        let order = std::iter::once(active).chain((1..=bodies).filter(|&k| k != active));
         let mut applied = Vec::new();
-        for body in 1..=bodies {
+        for body in order {
             match self.attempt_in(f, (bodies > 1).then_some(body))? {
                 None => applied.push(body),
                 Some(Refusal::NoEffect) => {}
@@ -426,6 +429,7 @@ impl Builder<'_> {
                 }
             }
         }
+        applied.sort_unstable();
         match applied.as_slice() {
             [] => {
                 self.notes.push(format!("{}: left out, it changes nothing (the source's boolean is a no-op)", f.label))
