@@ -571,3 +571,36 @@ fn deepcad_separate_solids_import_as_bodies_and_a_later_cut_reaches_each() {
     assert!(imported.notes.iter().any(|n| n.contains("body B2")), "{:?}", imported.notes);
     assert!(imported.notes.iter().any(|n| n.contains("cut in each of bodies B1, B2")), "{:?}", imported.notes);
 }
+
+#[test]
+fn deepcad_one_extrusion_of_two_separate_profiles_makes_two_bodies() {
+    let mut session = common::session();
+    let square = |x0: f64, s: f64| [[x0, 0.0], [x0 + s, 0.0], [x0 + s, s], [x0, s]];
+    // One sketch, two profiles far apart (the second a square with a round hole), both
+    // extruded by one feature: two solids at once, which no single pad may make.
+    let hole = serde_json::json!({"type": "Circle3D", "curve": "h0",
+        "center_point": point([6.0, 1.0, 0.0]), "radius": 0.5, "normal": point([0.0, 0.0, 1.0])});
+    let json = deepcad(&[
+        (
+            "s1",
+            sketch(
+                [0.0, 0.0, 0.0],
+                [1.0, 0.0, 0.0],
+                [0.0, 1.0, 0.0],
+                [0.0, 0.0, 1.0],
+                serde_json::json!({
+                    "p1": {"loops": [{"is_outer": true, "profile_curves": polygon(&square(0.0, 2.0), "a")}]},
+                    "p2": {"loops": [{"is_outer": true, "profile_curves": polygon(&square(5.0, 2.0), "b")},
+                                     {"is_outer": false, "profile_curves": [hole]}]}}),
+            ),
+        ),
+        ("e1", extrude("OneSideFeatureExtentType", 1.0, 0.0, "NewBodyFeatureOperation", &[("s1", "p1"), ("s1", "p2")])),
+    ]);
+    let imported = import_deepcad_in(&json, &mut session, Units::Millimetres).unwrap_or_else(|e| panic!("{e}"));
+    let state = session.state();
+    assert_eq!(state.bodies.len(), 2, "{:?}", imported.notes);
+    assert!(state.one_solid_per_body());
+    let expected = 8.0 - PI * 0.25;
+    assert!((state.volume - expected).abs() < 1e-9, "volume {} (the hole stays in its island)", state.volume);
+    assert!(imported.notes.iter().any(|n| n.contains("2 separate islands")), "{:?}", imported.notes);
+}

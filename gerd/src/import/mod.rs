@@ -345,35 +345,53 @@ pub(crate) fn build(
             continue;
         }
         let run = features[i..].iter().take_while(|f| f.mode == Mode::Add).count();
-        let mut pending: Vec<&Feature> = features[i..i + run].iter().collect();
+        let mut pending: Vec<Feature> = features[i..i + run].to_vec();
         while !pending.is_empty() {
             let mut deferred = Vec::new();
-            let mut last = None;
+            let (mut last, mut progress) = (None, false);
             for f in &pending {
                 match b.add(f)? {
-                    None => {}
+                    None => progress = true,
                     Some(Refusal::NoEffect) => {
+                        progress = true;
                         b.notes.push(format!(
                             "{}: left out, it changes nothing (the source's boolean is a no-op)",
                             f.label
                         ));
                     }
-                    Some(Refusal::Disconnected) => deferred.push(*f),
+                    Some(Refusal::Disconnected) => deferred.push(f.clone()),
                 }
                 last = Some(f.label.clone());
             }
-            if deferred.len() == pending.len() {
-                // Nothing left in the run touches a body: the first starts a body of its own.
+            if !progress {
+                // Nothing left in the run touches a body. A profile of separate islands makes
+                // separate solids by itself: place its islands one by one. Otherwise the first
+                // starts a body of its own (or fills the active body while it is empty).
                 let first = deferred.remove(0);
-                let body = b.session.state().body_count() + 1;
-                if b.attempt_in(first, Some(body))?.is_some() {
+                let parts = islands(&first);
+                if parts.len() > 1 {
+                    b.notes.push(format!(
+                        "{}: its profile is {} separate islands, extruded one by one",
+                        first.label,
+                        parts.len()
+                    ));
+                    pending = parts.into_iter().chain(deferred).collect();
+                    continue;
+                }
+                let state = b.session.state();
+                let active = state.active_body_number();
+                let active_empty = state.bodies.get(active - 1).map_or(state.empty, |body| body.solids == 0);
+                let body = if active_empty { active } else { state.body_count() + 1 };
+                if b.attempt_in(&first, Some(body))?.is_some() {
                     return Err(ImportError::Geometry {
                         what: first.label.clone(),
                         reason: format!("FreeCAD refused it even as a body of its own (B{body})"),
                     });
                 }
-                b.notes.push(format!("{}: body B{body}, a separate solid", first.label));
-            } else if !deferred.is_empty() {
+                if !active_empty {
+                    b.notes.push(format!("{}: body B{body}, a separate solid", first.label));
+                }
+            } else if deferred.iter().any(|d| pending.iter().any(|p| p.label == d.label)) {
                 b.notes.push(format!(
                     "{} added after {} to keep one solid per body at every step",
                     deferred.iter().map(|f| f.label.as_str()).collect::<Vec<_>>().join(", "),
@@ -704,6 +722,99 @@ impl Builder<'_> {
         self.planes.push((name.clone(), f.plane, body));
         Ok(name)
     }
+}
+
+/// A loop as a polygon in `plane`'s coordinates (arcs and circles sampled), for telling
+/// which loops lie inside which.
+fn loop_polygon(curves: &[Curve], plane: &Frame3) -> Vec<[f64; 2]> {
+    let mut out = Vec::new();
+    for c in curves {
+        match *c {
+            Curve::Line(a, _) => out.push(plane.to_local(a)),
+            Curve::Arc(a, m, b) => {
+                let (a2, m2, b2) = (plane.to_local(a), plane.to_local(m), plane.to_local(b));
+                match circumcircle(a2, m2, b2) {
+                    Some((center, r)) => {
+                        let (t0, sweep) = arc_angles(a2, m2, b2, center);
+                        out.extend((0..16).map(|k| {
+                            let t = t0 + sweep * f64::from(k) / 16.0;
+                            [center[0] + r * t.cos(), center[1] + r * t.sin()]
+                        }));
+                    }
+                    None => out.push(a2),
+                }
+            }
+            Curve::Circle { center, radius } => {
+                let c = plane.to_local(center);
+                out.extend((0..32).map(|k| {
+                    let t = std::f64::consts::TAU * f64::from(k) / 32.0;
+                    [c[0] + radius * t.cos(), c[1] + radius * t.sin()]
+                }));
+            }
+        }
+    }
+    out
+}
+
+fn point_in_polygon(p: [f64; 2], polygon: &[[f64; 2]]) -> bool {
+    let mut inside = false;
+    for (i, a) in polygon.iter().enumerate() {
+        let b = polygon[(i + 1) % polygon.len()];
+        if (a[1] > p[1]) != (b[1] > p[1]) && p[0] < a[0] + (p[1] - a[1]) * (b[0] - a[0]) / (b[1] - a[1]) {
+            inside = !inside;
+        }
+    }
+    inside
+}
+
+/// A point just inside a polygon, next to the middle of its longest side: neighbours that
+/// share sides hold none of each other's such points, whereas a loop's corners lie on them.
+fn interior_point(polygon: &[[f64; 2]]) -> Option<[f64; 2]> {
+    let n = polygon.len();
+    let twice_area: f64 =
+        (0..n).map(|i| polygon[i][0] * polygon[(i + 1) % n][1] - polygon[(i + 1) % n][0] * polygon[i][1]).sum();
+    let (a, b) = (0..n)
+        .map(|i| (polygon[i], polygon[(i + 1) % n]))
+        .max_by(|(a, b), (c, d)| dist2(*a, *b).total_cmp(&dist2(*c, *d)))?;
+    let length = dist2(a, b).sqrt();
+    if length == 0.0 || twice_area == 0.0 {
+        return None;
+    }
+    // The interior lies to the left of a counter-clockwise loop's sides.
+    let side = twice_area.signum() * 1e-6 * length;
+    let normal = [-(b[1] - a[1]) / length, (b[0] - a[0]) / length];
+    Some([(a[0] + b[0]) / 2.0 + side * normal[0], (a[1] + b[1]) / 2.0 + side * normal[1]])
+}
+
+fn dist2(a: [f64; 2], b: [f64; 2]) -> f64 {
+    (a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2)
+}
+
+/// A feature's profile split into islands: each outer loop with the holes directly inside
+/// it (a loop inside an even number of others is outer). One island: the feature itself.
+fn islands(f: &Feature) -> Vec<Feature> {
+    let polygons: Vec<Vec<[f64; 2]>> = f.loops.iter().map(|l| loop_polygon(l, &f.plane)).collect();
+    let probes: Vec<Option<[f64; 2]>> = polygons.iter().map(|p| interior_point(p)).collect();
+    let inside = |i: usize, j: usize| i != j && probes[i].is_some_and(|p| point_in_polygon(p, &polygons[j]));
+    let depth: Vec<usize> =
+        (0..polygons.len()).map(|i| (0..polygons.len()).filter(|&j| inside(i, j)).count()).collect();
+    let outer: Vec<usize> = (0..polygons.len()).filter(|&i| depth[i] % 2 == 0).collect();
+    if outer.len() <= 1 {
+        return vec![f.clone()];
+    }
+    outer
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| {
+            let holes = (0..polygons.len()).filter(|&j| depth[j] == depth[i] + 1 && inside(j, i));
+            Feature {
+                loops: std::iter::once(i).chain(holes).map(|j| f.loops[j].clone()).collect(),
+                label: format!("{} (island {} of {})", f.label, k + 1, outer.len()),
+                expected_area: None,
+                ..f.clone()
+            }
+        })
+        .collect()
 }
 
 /// Whether an entity ID belongs to the body commands work on.
