@@ -133,7 +133,7 @@ fn robust_scale(xs: &[f64]) -> Option<f64> {
     let mut a: Vec<f64> = xs.iter().map(|x| x.abs()).collect();
     a.sort_by(f64::total_cmp);
     let m = a.len() / 2;
-    let median = if a.len() % 2 == 0 { (a[m - 1] + a[m]) / 2.0 } else { a[m] };
+    let median = if a.len().is_multiple_of(2) { (a[m - 1] + a[m]) / 2.0 } else { a[m] };
     Some(1.4826 * median)
 }
 

@@ -871,16 +871,16 @@ impl Eval {
         // A line straight back over the previous one makes a zero-width spike. CadQuery's
         // face fixing drops it (the solid it builds has no spike), and FreeCAD's sketch
         // would not close around it, so the two lines become their net line.
-        if let Some(&last) = c.pending_edges.last() {
-            if let Some(net) = spike_net(last, curve) {
-                c.pending_edges.pop();
-                c.pending_edges.extend(net);
-                self.notes.push(format!(
-                    "line {}: dropped a zero-width spike at ({}, {}) (a line straight back over the previous one)",
-                    self.line, start[0], start[1]
-                ));
-                return Ok(());
-            }
+        if let Some(&last) = c.pending_edges.last()
+            && let Some(net) = spike_net(last, curve)
+        {
+            c.pending_edges.pop();
+            c.pending_edges.extend(net);
+            self.notes.push(format!(
+                "line {}: dropped a zero-width spike at ({}, {}) (a line straight back over the previous one)",
+                self.line, start[0], start[1]
+            ));
+            return Ok(());
         }
         c.pending_edges.push(curve);
         Ok(())
@@ -1322,7 +1322,7 @@ mod tests {
             ))
         };
         let loops = |f: &Feature| f.loops.len();
-        let (f, notes) = run("wp.moveTo(1, 2).circle(0.5)", "wp.moveTo(2.5, 2).circle(1)").unwrap();
+        let (f, notes) = run("wp.moveTo(1, 2).circle(0.5)", "wp.moveTo(2.5, 2).circle(1)").expect("touching holes");
         assert_eq!(f.len(), 1, "two holes tangent to each other are both holes of the one sketch");
         assert_eq!(loops(&f[0]), 3);
         // The larger one shrinks a little, so the wall between them is not of zero thickness.
@@ -1333,7 +1333,7 @@ mod tests {
             "wp.moveTo(1, 1).lineTo(2, 1).lineTo(2, 2).close()",
             "wp.moveTo(2, 1).lineTo(3, 1).lineTo(3, 2).close()",
         )
-        .unwrap_err();
+        .expect_err("refused");
         assert!(err.to_string().contains("holes 2 and 3 touch and neither is a circle"), "{err}");
         // Tangent to the outer boundary, and a triangle on the outer's corner: pad then pocket.
         for touching in ["wp.moveTo(3, 2).circle(1)", "wp.moveTo(0, 0).lineTo(1, 0).lineTo(1, 1).close()"] {
@@ -1342,7 +1342,7 @@ mod tests {
             assert_eq!((f[0].mode, loops(&f[0]), f[1].mode, loops(&f[1])), (Mode::Add, 2, Mode::Cut, 1));
             assert_eq!((f[1].span.forward, f[1].span.backward), (f[0].span.forward, f[0].span.backward));
             assert!(f[1].label.contains("wire 2"), "{}", f[1].label);
-            let expected = f[0].expected_area.unwrap();
+            let expected = f[0].expected_area.expect("expected area");
             assert!((expected - (16.0 - std::f64::consts::PI * 0.04)).abs() < 1e-9, "{expected}");
         }
         for (second, third, wire) in [
@@ -1354,7 +1354,7 @@ mod tests {
             assert!(matches!(&err, CqError::Unsupported { line: 6, construct } if construct.contains(wire)), "{err}");
         }
         let arcs = "wp.moveTo(1, 1).lineTo(3, 1).threePointArc((3.9, 2), (3, 3)).lineTo(1, 3).close()";
-        let (f, _) = run(arcs, "wp.moveTo(0.5, 0.5).circle(0.2)").unwrap();
+        let (f, _) = run(arcs, "wp.moveTo(0.5, 0.5).circle(0.2)").expect("arcs and a hole");
         assert_eq!(f.len(), 1, "an arc 0.1 from the boundary is inside");
     }
 
@@ -1363,7 +1363,7 @@ mod tests {
         let code = format!(
             "import cadquery as cq\nwp = {PLANE}\nbase = wp.moveTo(-5, -5).lineTo(5, -5).lineTo(5, 5).lineTo(-5, 5).close().extrude(1)\nl0 = wp.moveTo(0, 0).lineTo(4, 0).lineTo(4, 4).lineTo(0, 4).close()\nl1 = wp.moveTo(3, 2).circle(1)\nsolid = base.union(wp.add(l0).add(l1).extrude(2))\n"
         );
-        let err = features_of(&code).unwrap_err();
+        let err = features_of(&code).expect_err("refused");
         assert!(err.to_string().contains("not the part's first solid"), "{err}");
     }
 

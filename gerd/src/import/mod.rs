@@ -798,7 +798,7 @@ fn islands(f: &Feature) -> Vec<Feature> {
     let inside = |i: usize, j: usize| i != j && probes[i].is_some_and(|p| point_in_polygon(p, &polygons[j]));
     let depth: Vec<usize> =
         (0..polygons.len()).map(|i| (0..polygons.len()).filter(|&j| inside(i, j)).count()).collect();
-    let outer: Vec<usize> = (0..polygons.len()).filter(|&i| depth[i] % 2 == 0).collect();
+    let outer: Vec<usize> = (0..polygons.len()).filter(|&i| depth[i].is_multiple_of(2)).collect();
     if outer.len() <= 1 {
         return vec![f.clone()];
     }

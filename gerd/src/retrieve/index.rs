@@ -162,6 +162,11 @@ fn operation_entries(record: &PartRecord, root: &Path) -> Vec<(Entry, usize)> {
             pending.push(SketchOn { name: s.name.clone(), on: s.on.clone() });
             continue;
         }
+        // A body switch is part of the operation that follows it (the loop's `body` answer),
+        // not an operation to retrieve.
+        if let Command::Body(_) = &step.command {
+            continue;
+        }
         let used: Vec<SketchOn> = pending
             .drain(..)
             .filter(|s| serde_json::to_string(&step.command).is_ok_and(|t| t.contains(&format!("\"{}\"", s.name))))
