@@ -906,9 +906,11 @@ fn nesting(wires: &[Vec<Curve2>]) -> Result<Nesting, String> {
     let on = |p: [f64; 2], of: usize| boundary_distance(p, &wires[of]) <= eps;
     // Inside or on the boundary, and not entirely on it.
     let within = |k: usize, of: usize| {
-        polygons[k].iter().all(|p| inside(*p, &polygons[of]) || on(*p, of)) && polygons[k].iter().any(|p| !on(*p, of))
+        polygons[k].iter().all(|p| super::point_in_polygon(*p, &polygons[of]) || on(*p, of))
+            && polygons[k].iter().any(|p| !on(*p, of))
     };
-    let outside = |k: usize, of: usize| polygons[k].iter().all(|p| !inside(*p, &polygons[of]) || on(*p, of));
+    let outside =
+        |k: usize, of: usize| polygons[k].iter().all(|p| !super::point_in_polygon(*p, &polygons[of]) || on(*p, of));
     for k in 1..wires.len() {
         if !within(k, 0) {
             return Err(format!("wire {} is not inside the first", k + 1));
@@ -1017,21 +1019,6 @@ fn sample_wire(wire: &[Curve2]) -> Vec<[f64; 2]> {
         }
     }
     out
-}
-
-/// Even-odd containment in a polygon.
-fn inside(p: [f64; 2], polygon: &[[f64; 2]]) -> bool {
-    let mut result = false;
-    for (i, a) in polygon.iter().enumerate() {
-        let b = polygon[(i + 1) % polygon.len()];
-        if (a[1] > p[1]) != (b[1] > p[1]) {
-            let x = a[0] + (p[1] - a[1]) * (b[0] - a[0]) / (b[1] - a[1]);
-            if x > p[0] {
-                result = !result;
-            }
-        }
-    }
-    result
 }
 
 /// Exact distance from `p` to the wire's curves.

@@ -336,12 +336,12 @@ fn extrusion(
     let expected_area = (dropped == 0).then(|| {
         let chains: Vec<Vec<Curve>> =
             loops.iter().map(|(_, l)| chained(&l.iter().map(|(_, c)| *c).collect::<Vec<_>>())).collect();
-        let polygons: Vec<Vec<[f64; 2]>> = chains.iter().map(|c| polygon(c, &plane)).collect();
+        let polygons: Vec<Vec<[f64; 2]>> = chains.iter().map(|c| super::loop_polygon(c, &plane)).collect();
         let mut disagree = false;
         let mut area = 0.0;
         for (i, chain) in chains.iter().enumerate() {
             let Some(probe) = probe_point(chain, &plane) else { continue };
-            let depth = (0..polygons.len()).filter(|&j| j != i && inside(probe, &polygons[j])).count();
+            let depth = (0..polygons.len()).filter(|&j| j != i && super::point_in_polygon(probe, &polygons[j])).count();
             let outer = depth % 2 == 0;
             disagree |= outer != loops[i].0;
             let a = super::loop_area(chain, &plane).abs();
@@ -438,37 +438,6 @@ fn chained(curves: &[Curve]) -> Vec<Curve> {
     chain
 }
 
-/// The loop as a polygon in plane coordinates (arcs and circles sampled), for nesting.
-fn polygon(chain: &[Curve], plane: &Frame3) -> Vec<[f64; 2]> {
-    let mut points = Vec::new();
-    for c in chain {
-        match *c {
-            Curve::Line(a, _) => points.push(plane.to_local(a)),
-            Curve::Arc(a, m, b) => {
-                let (a, m, b) = (plane.to_local(a), plane.to_local(m), plane.to_local(b));
-                match super::circumcircle(a, m, b) {
-                    Some((center, r)) => {
-                        let (start, sweep) = super::arc_angles(a, m, b, center);
-                        for k in 0..16 {
-                            let t = start + sweep * k as f64 / 16.0;
-                            points.push([center[0] + r * t.cos(), center[1] + r * t.sin()]);
-                        }
-                    }
-                    None => points.push(a),
-                }
-            }
-            Curve::Circle { center, radius } => {
-                let c = plane.to_local(center);
-                for k in 0..64 {
-                    let t = TAU * k as f64 / 64.0;
-                    points.push([c[0] + radius * t.cos(), c[1] + radius * t.sin()]);
-                }
-            }
-        }
-    }
-    points
-}
-
 /// A point on the loop away from its corners (the middle of its first curve), to test which
 /// other loops hold it.
 fn probe_point(chain: &[Curve], plane: &Frame3) -> Option<[f64; 2]> {
@@ -480,18 +449,6 @@ fn probe_point(chain: &[Curve], plane: &Frame3) -> Option<[f64; 2]> {
             [c[0] + radius, c[1]]
         }
     })
-}
-
-/// Whether `p` is inside the polygon (even-odd rule).
-fn inside(p: [f64; 2], polygon: &[[f64; 2]]) -> bool {
-    let mut odd = false;
-    for i in 0..polygon.len() {
-        let (a, b) = (polygon[i], polygon[(i + 1) % polygon.len()]);
-        if (a[1] > p[1]) != (b[1] > p[1]) && p[0] < a[0] + (p[1] - a[1]) * (b[0] - a[0]) / (b[1] - a[1]) {
-            odd = !odd;
-        }
-    }
-    odd
 }
 
 /// Every length of a DeepCAD document: sketch origins, curve points, radii, extent distances.

@@ -726,7 +726,7 @@ impl Builder<'_> {
 
 /// A loop as a polygon in `plane`'s coordinates (arcs and circles sampled), for telling
 /// which loops lie inside which.
-fn loop_polygon(curves: &[Curve], plane: &Frame3) -> Vec<[f64; 2]> {
+pub(crate) fn loop_polygon(curves: &[Curve], plane: &Frame3) -> Vec<[f64; 2]> {
     let mut out = Vec::new();
     for c in curves {
         match *c {
@@ -746,8 +746,8 @@ fn loop_polygon(curves: &[Curve], plane: &Frame3) -> Vec<[f64; 2]> {
             }
             Curve::Circle { center, radius } => {
                 let c = plane.to_local(center);
-                out.extend((0..32).map(|k| {
-                    let t = std::f64::consts::TAU * f64::from(k) / 32.0;
+                out.extend((0..64).map(|k| {
+                    let t = std::f64::consts::TAU * f64::from(k) / 64.0;
                     [c[0] + radius * t.cos(), c[1] + radius * t.sin()]
                 }));
             }
@@ -756,7 +756,8 @@ fn loop_polygon(curves: &[Curve], plane: &Frame3) -> Vec<[f64; 2]> {
     out
 }
 
-fn point_in_polygon(p: [f64; 2], polygon: &[[f64; 2]]) -> bool {
+/// Whether `p` is inside the polygon (even-odd rule).
+pub(crate) fn point_in_polygon(p: [f64; 2], polygon: &[[f64; 2]]) -> bool {
     let mut inside = false;
     for (i, a) in polygon.iter().enumerate() {
         let b = polygon[(i + 1) % polygon.len()];
