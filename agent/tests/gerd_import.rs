@@ -604,3 +604,63 @@ fn deepcad_one_extrusion_of_two_separate_profiles_makes_two_bodies() {
     assert!((state.volume - expected).abs() < 1e-9, "volume {} (the hole stays in its island)", state.volume);
     assert!(imported.notes.iter().any(|n| n.contains("2 separate islands")), "{:?}", imported.notes);
 }
+
+#[test]
+fn deepcad_offset_starts_and_sketch_lines_split_between_profiles() {
+    let mut session = common::session();
+    let xy = |profiles| sketch([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], profiles);
+    // A 5 x 4 plate, then two slots cut together from its top: rectangles y in [0, 1] and
+    // [3, 4] whose left sides are pieces of one sketch line (one curve id, "left"), so
+    // only geometry tells whether two profiles share a curve.
+    let rect = |y0: f64, y1: f64, p: &str| {
+        vec![
+            line([0.0, y1], [0.0, y0], "left"),
+            line([0.0, y0], [5.0, y0], &format!("{p}b")),
+            line([5.0, y0], [5.0, y1], &format!("{p}r")),
+            line([5.0, y1], [0.0, y1], &format!("{p}t")),
+        ]
+    };
+    let top = sketch(
+        [0.0, 0.0, 2.0],
+        [1.0, 0.0, 0.0],
+        [0.0, -1.0, 0.0],
+        [0.0, 0.0, -1.0],
+        serde_json::json!({
+            "p1": {"loops": [{"is_outer": true, "profile_curves": rect(0.0, -1.0, "a")}]},
+            "p2": {"loops": [{"is_outer": true, "profile_curves": rect(-3.0, -4.0, "c")}]}}),
+    );
+    let plate = [[0.0, 0.0], [5.0, 0.0], [5.0, 4.0], [0.0, 4.0]];
+    let mut boss = extrude("OneSideFeatureExtentType", 1.0, 0.0, "JoinFeatureOperation", &[("s3", "p1")]);
+    // The boss starts 2 above its sketch on z = 0: z in [2, 3].
+    boss["start_extent"] = serde_json::json!({"type": "OffsetStartDefinition",
+        "offset": {"type": "ModelParameter", "value": 2.0, "role": "ProfileOffset"}});
+    let json = deepcad(&[
+        ("s1", xy(serde_json::json!({"p1": {"loops": [{"is_outer": true, "profile_curves": polygon(&plate, "a")}]}}))),
+        ("e1", extrude("OneSideFeatureExtentType", 2.0, 0.0, "NewBodyFeatureOperation", &[("s1", "p1")])),
+        ("s2", top),
+        ("e2", extrude("OneSideFeatureExtentType", 0.5, 0.0, "CutFeatureOperation", &[("s2", "p1"), ("s2", "p2")])),
+        (
+            "s3",
+            xy(serde_json::json!({"p1": {"loops": [{"is_outer": true,
+            "profile_curves": polygon(&[[2.0, 1.5], [3.0, 1.5], [3.0, 2.5], [2.0, 2.5]], "d")}]}})),
+        ),
+        ("e3", boss),
+    ]);
+    let imported = import_deepcad_in(&json, &mut session, Units::Millimetres).unwrap_or_else(|e| panic!("{e}"));
+    let state = session.state();
+    let expected = 5.0 * 4.0 * 2.0 - 2.0 * (5.0 * 1.0 * 0.5) + 1.0;
+    assert!((state.volume - expected).abs() < 1e-9, "volume {} vs {expected}", state.volume);
+    assert!(state.one_solid_per_body() && state.bodies.len() <= 1);
+    assert!(imported.notes.iter().any(|n| n.contains("starts 2 from its sketch plane")), "{:?}", imported.notes);
+
+    // A taper has no command: refused by name rather than built straight.
+    let mut tapered = extrude("OneSideFeatureExtentType", 2.0, 0.0, "NewBodyFeatureOperation", &[("s1", "p1")]);
+    tapered["extent_one"]["taper_angle"] = serde_json::json!({"value": 0.1});
+    let json = deepcad(&[
+        ("s1", xy(serde_json::json!({"p1": {"loops": [{"is_outer": true, "profile_curves": polygon(&plate, "a")}]}}))),
+        ("e1", tapered),
+    ]);
+    session.reset().expect("reset");
+    let err = import_deepcad_in(&json, &mut session, Units::Millimetres).expect_err("tapered");
+    assert!(err.to_string().contains("tapered"), "{err}");
+}

@@ -71,28 +71,9 @@ struct Loop {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type")]
 enum ProfileCurve {
-    Line3D {
-        start_point: P,
-        end_point: P,
-        #[serde(default)]
-        curve: Option<String>,
-    },
-    Arc3D {
-        start_point: P,
-        end_point: P,
-        center_point: P,
-        radius: f64,
-        start_angle: f64,
-        end_angle: f64,
-        #[serde(default)]
-        curve: Option<String>,
-    },
-    Circle3D {
-        center_point: P,
-        radius: f64,
-        #[serde(default)]
-        curve: Option<String>,
-    },
+    Line3D { start_point: P, end_point: P },
+    Arc3D { start_point: P, end_point: P, center_point: P, radius: f64, start_angle: f64, end_angle: f64 },
+    Circle3D { center_point: P, radius: f64 },
 }
 
 #[derive(Debug, Deserialize)]
@@ -111,6 +92,8 @@ struct ExtrudeEntity {
 #[derive(Debug, Deserialize)]
 struct Extent {
     distance: Distance,
+    #[serde(default)]
+    taper_angle: Option<Distance>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -123,9 +106,6 @@ struct ProfileRef {
     profile: String,
     sketch: String,
 }
-
-/// A curve with its DeepCAD curve id, which adjacent profiles share.
-type KeyedCurve = (Option<String>, Curve);
 
 fn json_error(what: impl std::fmt::Display) -> ImportError {
     ImportError::DeepCadJson(what.to_string())
@@ -227,10 +207,24 @@ fn extrusion(
         notes.push(format!("extrusion {id} skipped: {why} (it adds no geometry)"));
         Ok(None)
     };
-    if let Some(start) = &e.start_extent
-        && start.get("type").and_then(|t| t.as_str()).is_some_and(|t| t != "ProfilePlaneStartDefinition")
-    {
-        return Err(unsupported(format!("start extent {start}"), id));
+    // An offset start: the extrusion starts on a plane parallel to the sketch's.
+    let offset = match &e.start_extent {
+        None => 0.0,
+        Some(start) => match start.get("type").and_then(|t| t.as_str()) {
+            None | Some("ProfilePlaneStartDefinition") => 0.0,
+            Some("OffsetStartDefinition") => start
+                .pointer("/offset/value")
+                .and_then(serde_json::Value::as_f64)
+                .ok_or_else(|| json_error(format!("extrusion {id}: an offset start without a value")))?,
+            Some(_) => return Err(unsupported(format!("start extent {start}"), id)),
+        },
+    };
+    let tapered = [Some(&e.extent_one), e.extent_two.as_ref()]
+        .into_iter()
+        .flatten()
+        .any(|x| x.taper_angle.as_ref().is_some_and(|t| t.value.abs() > 1e-12));
+    if tapered {
+        return Err(unsupported("a tapered extrusion (no command tapers)", id));
     }
     let mode = match e.operation.as_str() {
         "NewBodyFeatureOperation" | "JoinFeatureOperation" => Mode::Add,
@@ -272,8 +266,8 @@ fn extrusion(
         e.profiles.iter().map(|r| (r.sketch.clone(), r.profile.clone())).collect()
     };
     let mut plane: Option<Frame3> = None;
-    let mut curves: Vec<(Option<String>, Curve)> = Vec::new();
-    let mut loops: Vec<(bool, Vec<KeyedCurve>)> = Vec::new();
+    let mut curves: Vec<Curve> = Vec::new();
+    let mut loops: Vec<(bool, Vec<Curve>)> = Vec::new();
     for (sketch_id, profile_id) in &refs {
         let (frame, sketch) = sketches
             .get(sketch_id.as_str())
@@ -290,9 +284,9 @@ fn extrusion(
             for c in &l.profile_curves {
                 let c: ProfileCurve = serde_json::from_value(c.clone())
                     .map_err(|err| unsupported(format!("profile curve ({err})"), profile_id))?;
-                let (key, curve) = curve3(&c, frame, profile_id)?;
-                curves.push((key.clone(), curve));
-                out.push((key, curve));
+                let curve = curve3(&c, frame, profile_id)?;
+                curves.push(curve);
+                out.push(curve);
             }
             loops.push((l.is_outer, out));
         }
@@ -302,18 +296,18 @@ fn extrusion(
         return skip(notes, "its profiles have no curves");
     }
     // Adjacent profiles of one sketch share boundary curves; extruded together, the shared
-    // curves are interior and must not reach the sketch (they would split the face).
-    let shared = |c: &Curve, key: &Option<String>| {
-        curves.iter().filter(|(k, other)| (key.is_some() && k == key) || same_curve(other, c)).count() > 1
-    };
+    // curves are interior and must not reach the sketch (they would split the face). Shared
+    // by geometry, not by curve id: profiles cut one sketch line into pieces that keep its id
+    // (the left sides of two separate rectangles stacked on one line).
+    let shared = |c: &Curve| curves.iter().filter(|other| same_curve(other, c)).count() > 1;
     let mut kept: Vec<Vec<Curve>> = Vec::new();
     let mut dropped = 0;
     // Outer loops first, as FreeCAD's face maker does not care and readers of the program do.
     loops.sort_by_key(|(outer, _)| !*outer);
     for (_, l) in &loops {
         let mut out = Vec::new();
-        for (key, c) in l {
-            if refs.len() > 1 && shared(c, key) {
+        for c in l {
+            if refs.len() > 1 && shared(c) {
                 dropped += 1;
             } else {
                 out.push(*c);
@@ -334,8 +328,7 @@ fn extrusion(
     // flags are not reliable (a rectangle and a circle both flagged outer is a plate with a
     // hole). Shared curves cancel only in the union, so no check then.
     let expected_area = (dropped == 0).then(|| {
-        let chains: Vec<Vec<Curve>> =
-            loops.iter().map(|(_, l)| chained(&l.iter().map(|(_, c)| *c).collect::<Vec<_>>())).collect();
+        let chains: Vec<Vec<Curve>> = loops.iter().map(|(_, l)| chained(l)).collect();
         let polygons: Vec<Vec<[f64; 2]>> = chains.iter().map(|c| super::loop_polygon(c, &plane)).collect();
         let mut disagree = false;
         let mut area = 0.0;
@@ -354,23 +347,38 @@ fn extrusion(
         }
         area
     });
+    if offset != 0.0 {
+        notes.push(format!("extrusion {id}: starts {offset} from its sketch plane; sketched on that plane"));
+    }
+    let (plane, kept) = offset_by(plane, kept, offset);
     Ok(Some(Feature { plane, loops: kept, span, mode, label: format!("extrusion {id}"), expected_area }))
 }
 
-/// The curve in global coordinates, with its DeepCAD curve id.
-fn curve3(c: &ProfileCurve, frame: &Frame3, profile: &str) -> Result<(Option<String>, Curve), ImportError> {
+/// The plane and loops moved `offset` along the plane's normal.
+fn offset_by(plane: Frame3, loops: Vec<Vec<Curve>>, offset: f64) -> (Frame3, Vec<Vec<Curve>>) {
+    if offset == 0.0 {
+        return (plane, loops);
+    }
+    let shift = |p: V3| super::add(p, super::scale(plane.z, offset));
+    let moved = |c: &Curve| match *c {
+        Curve::Line(a, b) => Curve::Line(shift(a), shift(b)),
+        Curve::Arc(a, m, b) => Curve::Arc(shift(a), shift(m), shift(b)),
+        Curve::Circle { center, radius } => Curve::Circle { center: shift(center), radius },
+    };
+    let loops = loops.iter().map(|l| l.iter().map(moved).collect()).collect();
+    (Frame3 { origin: shift(plane.origin), ..plane }, loops)
+}
+
+/// The curve in global coordinates.
+fn curve3(c: &ProfileCurve, frame: &Frame3, profile: &str) -> Result<Curve, ImportError> {
     let g = |p: P| frame.to_global(p.x, p.y);
     Ok(match c {
-        ProfileCurve::Line3D { start_point, end_point, curve } => {
-            (curve.clone(), Curve::Line(g(*start_point), g(*end_point)))
-        }
-        ProfileCurve::Circle3D { center_point, radius, curve } => {
-            (curve.clone(), Curve::Circle { center: g(*center_point), radius: *radius })
-        }
-        ProfileCurve::Arc3D { start_point, end_point, center_point, radius, start_angle, end_angle, curve } => {
+        ProfileCurve::Line3D { start_point, end_point } => Curve::Line(g(*start_point), g(*end_point)),
+        ProfileCurve::Circle3D { center_point, radius } => Curve::Circle { center: g(*center_point), radius: *radius },
+        ProfileCurve::Arc3D { start_point, end_point, center_point, radius, start_angle, end_angle } => {
             let mid = arc_mid(*start_point, *end_point, *center_point, *radius, end_angle - start_angle)
                 .ok_or_else(|| unsupported("a degenerate arc", profile))?;
-            (curve.clone(), Curve::Arc(g(*start_point), frame.to_global(mid[0], mid[1]), g(*end_point)))
+            Curve::Arc(g(*start_point), frame.to_global(mid[0], mid[1]), g(*end_point))
         }
     })
 }
@@ -470,6 +478,11 @@ fn visit_lengths(value: &mut serde_json::Value, f: &mut impl FnMut(&mut f64)) {
                 }
             }
             "radius" => scale_number(v, f),
+            "offset" => {
+                if let Some(n) = v.get_mut("value") {
+                    scale_number(n, f);
+                }
+            }
             "distance" => {
                 if let Some(n) = v.get_mut("value") {
                     scale_number(n, f);
