@@ -664,3 +664,49 @@ fn deepcad_offset_starts_and_sketch_lines_split_between_profiles() {
     let err = import_deepcad_in(&json, &mut session, Units::Millimetres).expect_err("tapered");
     assert!(err.to_string().contains("tapered"), "{err}");
 }
+
+#[test]
+fn deepcad_profiles_whose_outlines_overlap_are_extruded_one_by_one() {
+    let mut session = common::session();
+    let xy = |profiles| sketch([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], profiles);
+    // A disk (a full circle) and the region right of it up to x = 2, bounded by the circle's
+    // right half as an arc: merged, the circle overlaps the arc and no face can be made.
+    let circle = serde_json::json!({"type": "Circle3D", "curve": "c",
+        "center_point": point([0.0, 0.0, 0.0]), "radius": 1.0, "normal": point([0.0, 0.0, 1.0])});
+    let arc = serde_json::json!({"type": "Arc3D", "curve": "a", "start_point": point([0.0, -1.0, 0.0]),
+        "end_point": point([0.0, 1.0, 0.0]), "center_point": point([0.0, 0.0, 0.0]), "radius": 1.0,
+        "start_angle": 0.0, "end_angle": std::f64::consts::PI, "normal": point([0.0, 0.0, 1.0]),
+        "reference_vector": point([0.0, -1.0, 0.0])});
+    let right = vec![
+        arc,
+        line([0.0, 1.0], [2.0, 1.0], "t"),
+        line([2.0, 1.0], [2.0, -1.0], "r"),
+        line([2.0, -1.0], [0.0, -1.0], "b"),
+    ];
+    let json = deepcad(&[
+        (
+            "s1",
+            xy(serde_json::json!({
+                "disk": {"loops": [{"is_outer": true, "profile_curves": [circle]}]},
+                "right": {"loops": [{"is_outer": true, "profile_curves": right}]}})),
+        ),
+        // The disk is listed twice, as real files sometimes do.
+        (
+            "e1",
+            extrude(
+                "OneSideFeatureExtentType",
+                1.0,
+                0.0,
+                "NewBodyFeatureOperation",
+                &[("s1", "disk"), ("s1", "right"), ("s1", "disk")],
+            ),
+        ),
+    ]);
+    let imported = import_deepcad_in(&json, &mut session, Units::Millimetres).unwrap_or_else(|e| panic!("{e}"));
+    let state = session.state();
+    let expected = 4.0 + PI / 2.0;
+    assert!((state.volume - expected).abs() < 1e-6, "volume {} vs {expected}", state.volume);
+    assert!(state.one_solid_per_body() && state.bodies.len() <= 1);
+    assert!(imported.notes.iter().any(|n| n.contains("more than once")), "{:?}", imported.notes);
+    assert!(imported.notes.iter().any(|n| n.contains("outlines overlap")), "{:?}", imported.notes);
+}

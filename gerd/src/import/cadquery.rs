@@ -838,6 +838,7 @@ impl Eval {
                             mode: Mode::Cut,
                             label: format!("{label}, wire {} (touches the outer wire)", holes.join(" and ")),
                             expected_area: None,
+                            parts: Vec::new(),
                         },
                     );
                 }
@@ -849,6 +850,7 @@ impl Eval {
                     mode: Mode::Add,
                     label,
                     expected_area,
+                    parts: Vec::new(),
                 });
                 Ok(Value::Solid(Solid { steps: vec![(Mode::Add, self.features.len() - 1)] }))
             }

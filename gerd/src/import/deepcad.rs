@@ -263,11 +263,25 @@ fn extrusion(
         notes.push(format!("extrusion {id} lists no profiles: using all {} of sketch {sketch}", names.len()));
         names.into_iter().map(|p| (sketch.to_string(), p.clone())).collect()
     } else {
-        e.profiles.iter().map(|r| (r.sketch.clone(), r.profile.clone())).collect()
+        // Files list a profile twice now and then; it is one region.
+        let mut refs: Vec<(String, String)> = Vec::new();
+        for r in &e.profiles {
+            let pair = (r.sketch.clone(), r.profile.clone());
+            if !refs.contains(&pair) {
+                refs.push(pair);
+            }
+        }
+        if refs.len() < e.profiles.len() {
+            notes.push(format!("extrusion {id} lists a profile more than once: extruded once"));
+        }
+        refs
     };
     let mut plane: Option<Frame3> = None;
     let mut curves: Vec<Curve> = Vec::new();
     let mut loops: Vec<(bool, Vec<Curve>)> = Vec::new();
+    // Each profile's loops, for extruding the profiles one by one when their merged
+    // outline fails (a full circle of one profile over an arc of another).
+    let mut regions: Vec<Vec<Vec<Curve>>> = Vec::new();
     for (sketch_id, profile_id) in &refs {
         let (frame, sketch) = sketches
             .get(sketch_id.as_str())
@@ -279,6 +293,7 @@ fn extrusion(
         let profile = sketch.profiles.get(profile_id).ok_or_else(|| {
             json_error(format!("extrusion {id} names profile {profile_id}, not in sketch {sketch_id}"))
         })?;
+        let mut region = Vec::new();
         for l in &profile.loops {
             let mut out = Vec::new();
             for c in &l.profile_curves {
@@ -288,7 +303,13 @@ fn extrusion(
                 curves.push(curve);
                 out.push(curve);
             }
+            if !out.is_empty() {
+                region.push(out.clone());
+            }
             loops.push((l.is_outer, out));
+        }
+        if !region.is_empty() {
+            regions.push(region);
         }
     }
     let Some(plane) = plane else { return skip(notes, "it has no profiles") };
@@ -351,7 +372,26 @@ fn extrusion(
         notes.push(format!("extrusion {id}: starts {offset} from its sketch plane; sketched on that plane"));
     }
     let (plane, kept) = offset_by(plane, kept, offset);
-    Ok(Some(Feature { plane, loops: kept, span, mode, label: format!("extrusion {id}"), expected_area }))
+    let label = format!("extrusion {id}");
+    let parts = if regions.len() > 1 {
+        let count = regions.len();
+        regions
+            .into_iter()
+            .enumerate()
+            .map(|(k, region)| Feature {
+                plane,
+                loops: offset_by(plane, region, offset).1,
+                span,
+                mode,
+                label: format!("{label} (profile {} of {count})", k + 1),
+                expected_area: None,
+                parts: Vec::new(),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Some(Feature { plane, loops: kept, span, mode, label, expected_area, parts }))
 }
 
 /// The plane and loops moved `offset` along the plane's normal.

@@ -237,6 +237,9 @@ pub(crate) struct Feature {
     /// The area of the face the source builds from the loops, where known: the first
     /// feature's volume is checked against it.
     pub expected_area: Option<f64>,
+    /// The same solid as one feature per source profile (empty when the source has one):
+    /// built instead when FreeCAD cannot extrude the merged profile.
+    pub parts: Vec<Feature>,
 }
 
 /// Where a sketch goes.
@@ -286,6 +289,9 @@ enum Refusal {
     NoEffect,
     /// The union would leave separate solids for now (a later feature may join them).
     Disconnected,
+    /// FreeCAD could not extrude the profiles merged into one sketch (their outlines
+    /// overlap); the feature has `parts` to build one by one.
+    Merged,
 }
 
 fn refusal(error: &ImportError) -> Option<Refusal> {
@@ -360,6 +366,11 @@ pub(crate) fn build(
                         ));
                     }
                     Some(Refusal::Disconnected) => deferred.push(f.clone()),
+                    Some(Refusal::Merged) => {
+                        progress = true;
+                        b.notes.push(format!("{}: its profiles extruded one by one (their outlines overlap)", f.label));
+                        deferred.extend(f.parts.iter().cloned());
+                    }
                 }
                 last = Some(f.label.clone());
             }
@@ -439,6 +450,13 @@ impl Builder<'_> {
             match self.attempt_in(f, (bodies > 1).then_some(body))? {
                 None => applied.push(body),
                 Some(Refusal::NoEffect) => {}
+                Some(Refusal::Merged) => {
+                    self.notes.push(format!("{}: its profiles cut one by one (their outlines overlap)", f.label));
+                    for part in &f.parts {
+                        self.cut(part)?;
+                    }
+                    return Ok(());
+                }
                 Some(Refusal::Disconnected) => {
                     return Err(ImportError::Geometry {
                         what: f.label.clone(),
@@ -476,7 +494,8 @@ impl Builder<'_> {
             Ok(()) => return Ok(None),
             Err(e) => e,
         };
-        let Some(why) = refusal(&error) else { return Err(error) };
+        let merged = !f.parts.is_empty() && matches!(&error, ImportError::Command { op, .. } if op == "extrude");
+        let Some(why) = refusal(&error).or(merged.then_some(Refusal::Merged)) else { return Err(error) };
         self.commands.truncate(commands);
         self.counts = counts;
         self.planes.truncate(planes);
@@ -812,6 +831,7 @@ fn islands(f: &Feature) -> Vec<Feature> {
                 loops: std::iter::once(i).chain(holes).map(|j| f.loops[j].clone()).collect(),
                 label: format!("{} (island {} of {})", f.label, k + 1, outer.len()),
                 expected_area: None,
+                parts: Vec::new(),
                 ..f.clone()
             }
         })
