@@ -602,7 +602,7 @@ fn deepcad_one_extrusion_of_two_separate_profiles_makes_two_bodies() {
     assert!(state.one_solid_per_body());
     let expected = 8.0 - PI * 0.25;
     assert!((state.volume - expected).abs() < 1e-9, "volume {} (the hole stays in its island)", state.volume);
-    assert!(imported.notes.iter().any(|n| n.contains("2 separate islands")), "{:?}", imported.notes);
+    assert!(imported.notes.iter().any(|n| n.contains("2 separate regions")), "{:?}", imported.notes);
 }
 
 #[test]

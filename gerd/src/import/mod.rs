@@ -379,10 +379,11 @@ pub(crate) fn build(
                 // separate solids by itself: place its islands one by one. Otherwise the first
                 // starts a body of its own (or fills the active body while it is empty).
                 let first = deferred.remove(0);
-                let parts = islands(&first);
+                // The source's own regions where it has several, else the profile's islands.
+                let parts = if first.parts.len() > 1 { first.parts.clone() } else { islands(&first) };
                 if parts.len() > 1 {
                     b.notes.push(format!(
-                        "{}: its profile is {} separate islands, extruded one by one",
+                        "{}: its profile is {} separate regions, extruded one by one",
                         first.label,
                         parts.len()
                     ));
