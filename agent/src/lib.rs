@@ -580,7 +580,10 @@ impl Run<'_> {
             return self.failed_candidate(turn, e.to_string());
         }
         let outcome = self.attempt_in_body(vlm, session, turn, &state, plan, command, switch.clone())?;
-        if switch.is_some() && !matches!(outcome, Attempt::Accepted) {
+        // A failure after the switch may have rebuilt the document already (back in the
+        // body it started in); otherwise the switch is undone here.
+        let switched = session.state().active_body != state.active_body || session.state().bodies != state.bodies;
+        if switched && !matches!(outcome, Attempt::Accepted) {
             self.rollback(session)?;
         }
         Ok(outcome)

@@ -28,13 +28,6 @@ impl Kind {
             Kind::Vertex => "vertex",
         }
     }
-    fn prefix(self) -> &'static str {
-        match self {
-            Kind::Face => "F",
-            Kind::Edge => "E",
-            Kind::Vertex => "V",
-        }
-    }
 }
 
 /// Does this text look like a selector (rather than an ID or a sketch reference)?
@@ -181,7 +174,15 @@ fn eval(tokens: &[String], pos: &mut usize, state: &ModelState) -> Result<Vec<St
             other => return Err(format!("unknown word '{other}' for a {}", kind.word())),
         }
     }
-    let ids: Vec<String> = keep.iter().map(|i| format!("{}{}", kind.prefix(), i + 1)).collect();
+    // The state's own IDs: with several bodies, `B2.F3` (position alone would misname it).
+    let ids: Vec<String> = keep
+        .iter()
+        .map(|&i| match kind {
+            Kind::Face => state.faces[i].id.clone(),
+            Kind::Edge => state.edges[i].id.clone(),
+            Kind::Vertex => state.vertices[i].id.clone(),
+        })
+        .collect();
     match (single, ids.len()) {
         (_, 0) => Err(format!("matches no {}", kind.word())),
         (true, n) if n > 1 => Err(format!(
@@ -215,11 +216,10 @@ fn signed_axis_name(v: Option<[f64; 3]>) -> Option<String> {
 
 /// The filters that describe an entity without picks (the base of a search).
 fn bases(state: &ModelState, id: &str, depth: usize) -> Vec<String> {
-    let Some(index) = id.get(1..).and_then(|d| d.parse::<usize>().ok()).and_then(|i| i.checked_sub(1)) else {
-        return Vec::new();
-    };
-    match id.as_bytes().first() {
-        Some(b'F') => {
+    let Some(entity) = id.parse::<freecad_bridge::command::EntityId>().ok() else { return Vec::new() };
+    let Some(index) = state.position(entity) else { return Vec::new() };
+    match entity.kind {
+        freecad_bridge::command::EntityKind::Face => {
             let Some(f) = state.faces.get(index) else { return Vec::new() };
             let kind = match f.kind {
                 FaceKind::Plane => "planar",
@@ -240,7 +240,7 @@ fn bases(state: &ModelState, id: &str, depth: usize) -> Vec<String> {
             out.push(head);
             out
         }
-        Some(b'E') => {
+        freecad_bridge::command::EntityKind::Edge => {
             let Some(e) = state.edges.get(index) else { return Vec::new() };
             let kind = match e.kind {
                 EdgeKind::Line => "line",
@@ -262,8 +262,7 @@ fn bases(state: &ModelState, id: &str, depth: usize) -> Vec<String> {
             }
             out
         }
-        Some(b'V') => vec!["vertex".to_string()],
-        _ => Vec::new(),
+        freecad_bridge::command::EntityKind::Vertex => vec!["vertex".to_string()],
     }
 }
 

@@ -139,8 +139,8 @@ pub fn interpret(
     }
     if let Some(body) = &plan.body {
         let n = state.body_count();
-        let k = body.strip_prefix('B').and_then(|d| d.parse::<usize>().ok()).filter(|&k| format!("B{k}") == *body);
-        if !k.is_some_and(|k| (1..=n + 1).contains(&k)) {
+        let k = freecad_bridge::command::body_number(body);
+        if !k.is_some_and(|k| k <= n + 1) {
             return Err(format!(
                 "there is no body {body}: the bodies are B1..B{n}, and the next new one is B{}",
                 n + 1

@@ -117,7 +117,11 @@ pub fn to_sketch(
                     ids.len()
                 ));
             };
-            if ab.no_pgr && (id.starts_with('E') || id.starts_with('V')) {
+            let existing = freecad_bridge::command::split_position(id)
+                .0
+                .parse::<freecad_bridge::command::EntityId>()
+                .is_ok_and(|e| e.kind != freecad_bridge::command::EntityKind::Face);
+            if ab.no_pgr && existing {
                 return Err(format!(
                     "constraints[{i}].{key}: '{text}' is existing geometry; this run does not tie sketches to it"
                 ));

@@ -56,9 +56,11 @@ fn has_ties(program: &Path) -> bool {
     let v: Value = serde_json::from_str(&text).expect("json");
     v["commands"].as_array().into_iter().flatten().any(|c| {
         c["constraints"].as_array().into_iter().flatten().any(|k| {
-            ["a", "b", "point", "object", "curve"]
-                .iter()
-                .any(|key| k[key].as_str().is_some_and(|s| s.starts_with('E') || s.starts_with('V')))
+            ["a", "b", "point", "object", "curve"].iter().any(|key| {
+                k[key].as_str().is_some_and(|s| {
+                    freecad_bridge::command::split_position(s).0.parse::<freecad_bridge::command::EntityId>().is_ok()
+                })
+            })
         })
     })
 }

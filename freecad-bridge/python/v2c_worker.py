@@ -746,7 +746,8 @@ def execute(cmd):
             exc.entity = _subject(cmd)
         if computed and op in ("fillet", "chamfer") and "too large" not in exc.reason:
             exc.reason += " (the %s may be too large for the faces next to these edges)" % ("radius" if op == "fillet" else "size")
-        if computed and ("multiple solids" in exc.reason or "separate solids" in exc.reason):
+        adds = cmd.get("mode") == "add"
+        if computed and adds and ("multiple solids" in exc.reason or "separate solids" in exc.reason):
             exc.reason += ' (a separate solid needs a body of its own: {"op": "body", "name": "B%d"})' % (len(MODEL.bodies) + 1)
         raise
     except Exception as exc:
@@ -837,6 +838,8 @@ def set_parameters(values):
         if bad:
             raise CommandFailed("recompute failed at %s: %s" % (bad[0].Name, _failure_reason(bad[0])), bad[0].Name)
         for k, owner in enumerate(MODEL.owners()):
+            if owner is None and len(MODEL.bodies) > 1:
+                continue  # a body with no solid yet: the edit changes nothing there
             shape = owner.Shape if owner is not None else None
             if shape is None or len(shape.Solids) != 1 or not shape.isValid() or shape.Volume <= EPS_VOLUME:
                 what = "the model" if len(MODEL.bodies) == 1 else "body B%d" % (k + 1)

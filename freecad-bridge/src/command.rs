@@ -498,6 +498,11 @@ impl EntityId {
     }
 }
 
+/// The number of a body name: `B2` -> 2 (`B0`, `B02`, `2` are not body names).
+pub fn body_number(name: &str) -> Option<usize> {
+    name.strip_prefix('B').and_then(positive_number)
+}
+
 fn positive_number(digits: &str) -> Option<usize> {
     let ok = !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) && !digits.starts_with('0');
     ok.then(|| digits.parse().ok()).flatten()
@@ -508,7 +513,7 @@ impl FromStr for EntityId {
     fn from_str(s: &str) -> Result<Self, String> {
         let bad = || format!("'{s}' is not an entity ID (F3, E12, V5; B2.F3 for body B2)");
         let (body, local) = match s.split_once('.') {
-            Some((b, local)) => (b.strip_prefix('B').and_then(positive_number).ok_or_else(bad)?, local),
+            Some((b, local)) => (body_number(b).ok_or_else(bad)?, local),
             None => (1, s),
         };
         let (kind, digits) = match local.split_at_checked(1) {
@@ -517,8 +522,8 @@ impl FromStr for EntityId {
             Some(("V", d)) => (EntityKind::Vertex, d),
             _ => return Err(bad()),
         };
-        let index = digits.parse::<usize>().ok().filter(|&i| i >= 1 && digits.chars().all(|c| c.is_ascii_digit()));
-        index.map(|index| EntityId { body, kind, index }).ok_or_else(bad)
+        // The worker reads `F3`, not `F03`: one spelling per entity.
+        positive_number(digits).map(|index| EntityId { body, kind, index }).ok_or_else(bad)
     }
 }
 

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::command::{
     Command, Constraint, CurveRef, EntityId, EntityKind, Extent, Plane, PointPos, PointRef, Primitive, Revolve, Sketch,
-    SweepPath,
+    SweepPath, body_number,
 };
 use crate::state::{EdgeKind, FaceKind, ModelState, PLANE_TYPE, SKETCH_TYPE};
 
@@ -82,10 +82,8 @@ pub fn lower(command: &Command, state: &ModelState) -> Result<Value, Invalid> {
         Command::Plane(p) => lower_plane(p, state),
         Command::Body(b) => {
             let n = state.body_count();
-            match b.name.strip_prefix('B').and_then(|d| d.parse::<usize>().ok()) {
-                Some(k) if (1..=n + 1).contains(&k) && b.name == format!("B{k}") => {
-                    Ok(json!({"op": "body", "name": b.name}))
-                }
+            match body_number(&b.name) {
+                Some(k) if k <= n + 1 => Ok(json!({"op": "body", "name": b.name})),
                 _ => Err(invalid_at(
                     &b.name,
                     format!("there is no body {}: the bodies are B1..B{n}, and the next new one is B{}", b.name, n + 1),
@@ -139,8 +137,8 @@ fn valid_name(name: &str) -> Result<(), Invalid> {
 fn need_new_name(name: &str, state: &ModelState) -> Result<(), Invalid> {
     valid_name(name)?;
     let reserved = ["Body", "Origin", "X_Axis", "Y_Axis", "Z_Axis", "XY_Plane", "XZ_Plane", "YZ_Plane"];
-    let is_body_name = name.strip_prefix('B').is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()));
-    if is_body_name {
+    let body_like = name.strip_prefix('B').is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()));
+    if body_like {
         return Err(invalid_at(name, format!("the name {name} is reserved for bodies; choose another")));
     }
     let clashes_with_id = name.parse::<EntityId>().is_ok() || matches!(name, "XY" | "XZ" | "YZ");
@@ -271,11 +269,10 @@ fn lower_revolve(r: &Revolve, state: &ModelState) -> Result<Value, Invalid> {
             },
         }
     } else {
-        let id = need_entity(&r.axis, EntityKind::Edge, state)?;
-        if state.edge(id).map(|e| e.kind) != Some(EdgeKind::Line) {
-            return Err(invalid_at(id, format!("revolve axis {id} is not a straight edge")));
-        }
-        r.axis.clone()
+        return Err(invalid_at(
+            &r.axis,
+            format!("'{}' is not an axis (S1.v_axis, S1.h_axis, S1.g3 or an edge E5)", r.axis),
+        ));
     };
     Ok(json!({
         "op": "revolve", "profile": r.profile, "mode": r.mode, "axis": axis,

@@ -224,7 +224,7 @@ impl ModelState {
 
     /// The body commands work on, 1-based.
     pub fn active_body_number(&self) -> usize {
-        self.active_body.as_deref().and_then(|b| b.strip_prefix('B')).and_then(|d| d.parse().ok()).unwrap_or(1)
+        self.active_body.as_deref().and_then(crate::command::body_number).unwrap_or(1)
     }
 
     /// Whether an entity ID names an entity of the active body (the only ones a command may

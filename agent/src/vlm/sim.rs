@@ -470,21 +470,21 @@ fn nearest_other(state: &freecad_bridge::ModelState, id: &str) -> Option<String>
             .min_by(|a, b| dist(a.1, at).total_cmp(&dist(b.1, at)))
             .map(|(o, _)| o)
     };
-    match id.chars().next()? {
-        'F' => {
+    use freecad_bridge::command::{EntityId, EntityKind};
+    match id.parse::<EntityId>().ok()?.kind {
+        EntityKind::Face => {
             let at = state.faces.iter().find(|f| f.id == id)?.centroid;
             pick(at, state.faces.iter().map(|f| (f.id.clone(), f.centroid)).collect())
         }
-        'E' => {
+        EntityKind::Edge => {
             let mid = |e: &freecad_bridge::state::Edge| e.midpoint.or(e.center).or(e.start);
             let at = mid(state.edges.iter().find(|e| e.id == id)?)?;
             pick(at, state.edges.iter().filter_map(|e| Some((e.id.clone(), mid(e)?))).collect())
         }
-        'V' => {
+        EntityKind::Vertex => {
             let at = state.vertices.iter().find(|v| v.id == id)?.point;
             pick(at, state.vertices.iter().map(|v| (v.id.clone(), v.point)).collect())
         }
-        _ => None,
     }
 }
 

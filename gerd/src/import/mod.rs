@@ -627,7 +627,7 @@ impl Builder<'_> {
             .state()
             .faces
             .iter()
-            .filter(|face| on_faces && face.kind == FaceKind::Plane && in_active_body(&face.id, self.session.state()))
+            .filter(|face| on_faces && face.kind == FaceKind::Plane && self.session.state().in_active_body(&face.id))
             .filter_map(|face| {
                 let n = unit(face.normal?)?;
                 coplanar(n, face.centroid).then(|| (face.id.clone(), face.area))
@@ -837,11 +837,6 @@ fn islands(f: &Feature) -> Vec<Feature> {
             }
         })
         .collect()
-}
-
-/// Whether an entity ID belongs to the body commands work on.
-fn in_active_body(id: &str, state: &freecad_bridge::ModelState) -> bool {
-    id.parse::<freecad_bridge::command::EntityId>().is_ok_and(|e| e.body == state.active_body_number())
 }
 
 fn in_triangle(p: [f64; 2], t: &[[f64; 2]; 3], eps: f64) -> bool {
