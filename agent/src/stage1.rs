@@ -140,7 +140,7 @@ pub fn interpret(
     if let Some(body) = &plan.body {
         let n = state.body_count();
         let k = freecad_bridge::command::body_number(body);
-        if !k.is_some_and(|k| k <= n + 1) {
+        if k.is_none_or(|k| k > n + 1) {
             return Err(format!(
                 "there is no body {body}: the bodies are B1..B{n}, and the next new one is B{}",
                 n + 1
