@@ -258,6 +258,11 @@ fn sketch(origin: [f64; 3], x: [f64; 3], y: [f64; 3], z: [f64; 3], profiles: ser
         "profiles": profiles})
 }
 
+/// A sketch on the XY plane, in its usual frame.
+fn xy(profiles: serde_json::Value) -> serde_json::Value {
+    sketch([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], profiles)
+}
+
 fn extrude(kind: &str, one: f64, two: f64, operation: &str, profiles: &[(&str, &str)]) -> serde_json::Value {
     let refs: Vec<serde_json::Value> =
         profiles.iter().map(|(s, p)| serde_json::json!({"sketch": s, "profile": p})).collect();
@@ -528,7 +533,6 @@ fn deepcad_nesting_is_read_from_the_geometry_not_the_flags() {
 #[test]
 fn deepcad_separate_solids_import_as_bodies_and_a_later_cut_reaches_each() {
     let mut session = common::session();
-    let xy = |profiles| sketch([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], profiles);
     let square = |x0: f64, s: f64| [[x0, 0.0], [x0 + s, 0.0], [x0 + s, s], [x0, s]];
     // Two 2 x 2 x 1 plates 3 apart, joined in one part; then a 1 x 1 slot cut from the top,
     // 0.5 deep, across the gap, so it bites 0.5 x 1 x 0.5 out of each plate.
@@ -583,16 +587,10 @@ fn deepcad_one_extrusion_of_two_separate_profiles_makes_two_bodies() {
     let json = deepcad(&[
         (
             "s1",
-            sketch(
-                [0.0, 0.0, 0.0],
-                [1.0, 0.0, 0.0],
-                [0.0, 1.0, 0.0],
-                [0.0, 0.0, 1.0],
-                serde_json::json!({
-                    "p1": {"loops": [{"is_outer": true, "profile_curves": polygon(&square(0.0, 2.0), "a")}]},
-                    "p2": {"loops": [{"is_outer": true, "profile_curves": polygon(&square(5.0, 2.0), "b")},
-                                     {"is_outer": false, "profile_curves": [hole]}]}}),
-            ),
+            xy(serde_json::json!({
+                "p1": {"loops": [{"is_outer": true, "profile_curves": polygon(&square(0.0, 2.0), "a")}]},
+                "p2": {"loops": [{"is_outer": true, "profile_curves": polygon(&square(5.0, 2.0), "b")},
+                                 {"is_outer": false, "profile_curves": [hole]}]}})),
         ),
         ("e1", extrude("OneSideFeatureExtentType", 1.0, 0.0, "NewBodyFeatureOperation", &[("s1", "p1"), ("s1", "p2")])),
     ]);
@@ -608,7 +606,6 @@ fn deepcad_one_extrusion_of_two_separate_profiles_makes_two_bodies() {
 #[test]
 fn deepcad_offset_starts_and_sketch_lines_split_between_profiles() {
     let mut session = common::session();
-    let xy = |profiles| sketch([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], profiles);
     // A 5 x 4 plate, then two slots cut together from its top: rectangles y in [0, 1] and
     // [3, 4] whose left sides are pieces of one sketch line (one curve id, "left"), so
     // only geometry tells whether two profiles share a curve.
@@ -668,7 +665,6 @@ fn deepcad_offset_starts_and_sketch_lines_split_between_profiles() {
 #[test]
 fn deepcad_profiles_whose_outlines_overlap_are_extruded_one_by_one() {
     let mut session = common::session();
-    let xy = |profiles| sketch([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], profiles);
     // A disk (a full circle) and the region right of it up to x = 2, bounded by the circle's
     // right half as an arc: merged, the circle overlaps the arc and no face can be made.
     let circle = serde_json::json!({"type": "Circle3D", "curve": "c",

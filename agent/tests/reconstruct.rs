@@ -353,39 +353,52 @@ fn a_worker_killed_mid_reconstruction_costs_only_time() {
     assert!(static_iou >= 0.99, "{static_iou}");
 }
 
-#[test]
-fn the_oracle_rebuilds_test100_parts_from_their_own_images() {
+/// Test100's folder and records, or None (with the reason printed) when the data is absent.
+fn test100() -> Option<(PathBuf, Vec<Value>)> {
     let Some(data) = common::data_dir() else {
         println!("skipped: no test data (set VISION2CAD_DATA or provide ../shared/data)");
-        return;
+        return None;
     };
     let root = data.join("cadcoder-test100");
     let Ok(text) = std::fs::read_to_string(root.join("cadquery_test_data_subset100.jsonl")) else {
         println!("skipped: {} has no test100 programs", root.display());
-        return;
+        return None;
     };
+    let records = text.lines().map(|l| serde_json::from_str(l).expect("jsonl line")).collect();
+    Some((root, records))
+}
+
+/// The oracle's reconstruction of an imported test100 part from the part's own image, in
+/// `dir`: the predicted program and the ground-truth program written beside it.
+fn rebuild_test100(root: &Path, record: &Value, program: &freecad_bridge::Program, dir: &Path) -> (PathBuf, PathBuf) {
+    let gt = dir.join("gt.json");
+    std::fs::write(&gt, serde_json::to_string(program).expect("json")).expect("write");
+    let image = root.join("images").join(record["image"].as_str().expect("image"));
+    let out = dir.join("out");
+    let run = reconstruct(&image, &out, &["--gt", gt.to_str().expect("utf-8")]);
+    assert!(run.status.success(), "{}: {}", image.display(), String::from_utf8_lossy(&run.stderr));
+    (out.join("program.json"), gt)
+}
+
+#[test]
+fn the_oracle_rebuilds_test100_parts_from_their_own_images() {
+    let Some((root, records)) = test100() else { return };
     let mut session = common::session();
     let mut checked = 0;
     // Every seventh part: a spread of the benchmark in the time of the suite.
-    for line in text.lines().step_by(7) {
-        let record: Value = serde_json::from_str(line).expect("jsonl line");
-        let image = root.join("images").join(record["image"].as_str().expect("image"));
+    for record in records.iter().step_by(7) {
         session.reset().expect("reset");
         let Ok(imported) = gerd::import::import_cadquery(record["ground_truth"].as_str().expect("code"), &mut session)
         else {
             continue; // Parts the importer cannot represent are its own test's concern.
         };
         let dir = tempfile::tempdir().expect("tempdir");
-        let program = dir.path().join("gt.json");
-        std::fs::write(&program, serde_json::to_string(&imported.program).expect("json")).expect("write");
-        let out = dir.path().join("out");
-        let run = reconstruct(&image, &out, &["--gt", program.to_str().expect("utf-8")]);
-        assert!(run.status.success(), "{}: {}", image.display(), String::from_utf8_lossy(&run.stderr));
-        let pred = out.join("program.json");
+        let (pred, program) = rebuild_test100(&root, record, &imported.program, dir.path());
+        let name = &record["image"];
         let static_iou = iou(&pred, &program, "static").expect("compiled");
-        assert!(static_iou >= 0.99, "{}: static IoU {static_iou}", image.display());
+        assert!(static_iou >= 0.99, "{name}: static IoU {static_iou}");
         let edit = iou(&pred, &program, "edit10").expect("compiled after the edit");
-        assert!(edit >= 0.98, "{}: edit10 IoU {edit}", image.display());
+        assert!(edit >= 0.98, "{name}: edit10 IoU {edit}");
         checked += 1;
     }
     assert!(checked >= 10, "only {checked} test100 parts checked");
@@ -393,22 +406,13 @@ fn the_oracle_rebuilds_test100_parts_from_their_own_images() {
 
 #[test]
 fn the_oracle_rebuilds_test100_parts_of_several_bodies() {
-    let Some(data) = common::data_dir() else {
-        println!("skipped: no test data (set VISION2CAD_DATA or provide ../shared/data)");
-        return;
-    };
-    let root = data.join("cadcoder-test100");
-    let Ok(text) = std::fs::read_to_string(root.join("cadquery_test_data_subset100.jsonl")) else {
-        println!("skipped: {} has no test100 programs", root.display());
-        return;
-    };
+    let Some((root, records)) = test100() else { return };
     let mut session = common::session();
     // Two bodies whose sketch planes hold vertices of the other body (snapping must keep to
     // the active body), and three bodies.
     for id in ["00342885", "00319779"] {
-        let record: Value = text
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).expect("jsonl line"))
+        let record = records
+            .iter()
             .find(|r| r["image"].as_str().is_some_and(|i| i.contains(id)))
             .unwrap_or_else(|| panic!("{id} is in test100"));
         session.reset().expect("reset");
@@ -416,13 +420,7 @@ fn the_oracle_rebuilds_test100_parts_of_several_bodies() {
             .unwrap_or_else(|e| panic!("{id} imports: {e}"));
         assert!(session.state().bodies.len() >= 2, "{id} is several bodies");
         let dir = tempfile::tempdir().expect("tempdir");
-        let program = dir.path().join("gt.json");
-        std::fs::write(&program, serde_json::to_string(&imported.program).expect("json")).expect("write");
-        let image = root.join("images").join(record["image"].as_str().expect("image"));
-        let out = dir.path().join("out");
-        let run = reconstruct(&image, &out, &["--gt", program.to_str().expect("utf-8")]);
-        assert!(run.status.success(), "{id}: {}", String::from_utf8_lossy(&run.stderr));
-        let pred = out.join("program.json");
+        let (pred, program) = rebuild_test100(&root, record, &imported.program, dir.path());
         let bodies = std::fs::read_to_string(&pred).expect("program").matches(r#""op": "body""#).count();
         assert!(bodies >= 1, "{id}: the reconstruction starts a second body");
         let static_iou = iou(&pred, &program, "static").expect("compiled");
