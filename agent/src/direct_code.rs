@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use freecad_bridge::codebox::{CodeboxLimits, run_script};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::prompts::{Fill, Prompts};
 use crate::report::{escape, write_atomic, write_json};
@@ -56,6 +56,15 @@ pub struct DirectCodeOutcome {
     pub sandbox: Option<String>,
     /// The sandbox's report on the script (kind, error, solids, volume, pads_pockets...).
     pub script: Value,
+}
+
+/// One line of the baseline's `trace.jsonl`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum BaselineEvent<'a> {
+    Request { stage: Stage, system: &'a str, text: &'a str },
+    Answer { text: String, usage: Option<Usage>, cached: bool },
+    Stop { outcome: &'a DirectCodeOutcome },
 }
 
 /// Ask `vlm` for one script for `image`, run it, and write `out/`: `model_script.py`,
@@ -113,8 +122,14 @@ pub fn direct_code(
         sandbox: None,
         script: Value::Null,
     };
-    let mut trace =
-        vec![json!({"event": "request", "stage": "direct_code", "system": request.system, "text": request.text})];
+    let mut trace = vec![
+        serde_json::to_string(&BaselineEvent::Request {
+            stage: request.stage,
+            system: &request.system,
+            text: &request.text,
+        })
+        .map_err(|e| io(&out.join("trace.jsonl"))(e.into()))?,
+    ];
 
     let asked = Instant::now();
     let answer = vlm.answer(&request);
@@ -123,7 +138,8 @@ pub fn direct_code(
         Err(e) => Err(format!("the model gave no answer: {e}")),
         Ok(reply) => {
             outcome.usage = reply.usage.unwrap_or_default();
-            trace.push(json!({"event": "answer", "text": reply.text, "usage": reply.usage, "cached": reply.cached}));
+            let answer = BaselineEvent::Answer { text: reply.text.clone(), usage: reply.usage, cached: reply.cached };
+            trace.push(serde_json::to_string(&answer).map_err(|e| io(&out.join("trace.jsonl"))(e.into()))?);
             script_of(&reply.text, &prompts)
         }
     };
@@ -162,7 +178,8 @@ pub fn direct_code(
         }
     }
     outcome.seconds = started.elapsed().as_secs_f64();
-    trace.push(json!({"event": "stop", "outcome": outcome}));
+    let stop = BaselineEvent::Stop { outcome: &outcome };
+    trace.push(serde_json::to_string(&stop).map_err(|e| io(&out.join("trace.jsonl"))(e.into()))?);
     let lines: String = trace.iter().map(|e| format!("{e}\n")).collect();
     write_atomic(&out.join("trace.jsonl"), lines.as_bytes())?;
     write_json(&out.join("outcome.json"), &outcome)?;

@@ -9,7 +9,7 @@
 
 use image::RgbImage;
 use nalgebra::Vector3;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use views::{Options, Scene};
 
 use crate::vlm::Sphere;
@@ -37,7 +37,7 @@ pub struct Target {
 }
 
 /// The outcome of one registration, for the trace.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Fit {
     pub sphere: Sphere,
     /// Silhouette IoU between the current model and the target after the fit.
@@ -216,5 +216,15 @@ mod tests {
         let t = Target::analyse(disc, "disc.png").expect("a part");
         assert!((t.center_px[0] - 60.0).abs() < 1.0 && (t.center_px[1] - 40.0).abs() < 1.0);
         assert!((t.radius_px - 20.0).abs() < 1.5, "{}", t.radius_px);
+    }
+}
+
+/// Draw S_t's outline on an orthographic view of the model.
+pub fn draw_sphere_on(view: &mut views::View, sphere: Sphere) {
+    let camera = &view.meta.camera;
+    if let (Some((x, y, _)), views::Projection::Orthographic { pixels_per_unit }) =
+        (camera.project(&nalgebra::Point3::from(sphere.center)), camera.projection)
+    {
+        draw_sphere(&mut view.image, [x, y], sphere.radius * pixels_per_unit);
     }
 }

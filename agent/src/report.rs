@@ -1,8 +1,8 @@
-//! What a reconstruction leaves behind: `trace.jsonl` (every stage call and decision),
-//! the model files, and `report.html`, one self-contained page that walks through the steps.
+//! What a reconstruction leaves behind: the model files (`model.FCStd`, `model.step`,
+//! `state.json`) and `report.html`, one self-contained page that walks through the steps
+//! of `trace.jsonl` (read as [`TraceEvent`]s).
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::Path;
 
 use base64::Engine as _;
@@ -10,37 +10,12 @@ use freecad_bridge::Session;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::LoopError;
+use crate::error::LoopError;
+use crate::events::{TraceEvent, read_trace};
+use crate::vlm::Usage;
 
 fn io_error(path: &Path, source: std::io::Error) -> LoopError {
-    LoopError::Io { path: path.display().to_string(), source }
-}
-
-/// `trace.jsonl`, one JSON object per line, flushed as it goes.
-#[derive(Debug)]
-pub struct Trace {
-    file: std::fs::File,
-    path: std::path::PathBuf,
-}
-
-impl Trace {
-    /// Open for appending (`resume`) or start afresh.
-    pub fn open(path: &Path, append: bool) -> Result<Trace, LoopError> {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(append)
-            .write(true)
-            .truncate(!append)
-            .open(path)
-            .map_err(|e| io_error(path, e))?;
-        Ok(Trace { file, path: path.to_path_buf() })
-    }
-
-    pub fn event(&mut self, value: Value) -> Result<(), LoopError> {
-        let mut line = value.to_string();
-        line.push('\n');
-        self.file.write_all(line.as_bytes()).map_err(|e| io_error(&self.path, e))
-    }
+    LoopError::io(path, source)
 }
 
 /// Write JSON under a temporary name and rename it into place.
@@ -78,7 +53,8 @@ pub fn write_model(session: &mut Session, dir: &Path) -> Result<(), LoopError> {
     write_json(&dir.join("state.json"), session.state())
 }
 
-pub(crate) fn escape(text: &str) -> String {
+/// Text made safe for HTML (element content and quoted attributes).
+pub fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
@@ -98,8 +74,7 @@ fn image_tag(dir: &Path, name: &str) -> String {
 /// accept and reject reasons, images embedded so the page stands alone.
 pub fn write_html(dir: &Path) -> Result<(), LoopError> {
     let trace_path = dir.join("trace.jsonl");
-    let text = std::fs::read_to_string(&trace_path).map_err(|e| io_error(&trace_path, e))?;
-    let events: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let events = read_trace(&trace_path).map_err(|e| io_error(&trace_path, std::io::Error::other(e)))?;
     let mut h = String::new();
     h.push_str(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>vision2cad reconstruction</title><style>\
@@ -112,128 +87,115 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
     h.push_str(&image_tag(dir, "views/target.png"));
     let mut current_step = 0;
     for e in &events {
-        let step = e["step"].as_u64().unwrap_or(0);
-        match e["event"].as_str().unwrap_or("") {
-            "start" => {
+        match e {
+            TraceEvent::Start { image, backend, config, prompts, .. } => {
                 let _ = write!(
                     h,
                     "<p>Image <code>{}</code>, backend <b>{}</b>, prompts {}.</p><details><summary>configuration</summary><pre>{}</pre></details>",
-                    escape(e["image"].as_str().unwrap_or("")),
-                    escape(e["backend"].as_str().unwrap_or("")),
-                    escape(e["prompts"].as_str().unwrap_or("")),
-                    escape(&serde_json::to_string_pretty(&e["config"]).unwrap_or_default())
+                    escape(image),
+                    escape(backend),
+                    escape(prompts),
+                    escape(&serde_json::to_string_pretty(config).unwrap_or_default())
                 );
             }
-            "resume" => {
-                let _ = write!(h, "<p><b>Resumed</b> after {} accepted steps.</p>", e["steps"]);
+            TraceEvent::Resume { steps, .. } => {
+                let _ = write!(h, "<p><b>Resumed</b> after {steps} accepted steps.</p>");
             }
-            "call" => {
-                if step != current_step && step > 0 {
-                    current_step = step;
-                    let _ = write!(h, "<h2>Step {step}</h2>");
+            TraceEvent::Call(call) => {
+                if call.step != current_step && call.step > 0 {
+                    current_step = call.step;
+                    let _ = write!(h, "<h2>Step {current_step}</h2>");
                 }
                 let _ = write!(
                     h,
                     "<div class=\"call\"><b>{}</b> (attempt {}, try {}{}{})<br>",
-                    escape(e["stage"].as_str().unwrap_or("")),
-                    e["attempt"],
-                    e["try"],
-                    usage_text(&e["usage"]),
-                    if e["cached"] == true { ", from the response cache" } else { "" }
+                    escape(call.stage.name()),
+                    call.attempt,
+                    call.round,
+                    call.usage.as_ref().map(usage_text).unwrap_or_default(),
+                    if call.cached { ", from the response cache" } else { "" }
                 );
-                for img in e["request"]["images"].as_array().into_iter().flatten().filter_map(Value::as_str) {
-                    if img != "views/target.png" {
-                        h.push_str(&image_tag(dir, img));
-                    }
+                for img in call.request.images.iter().filter(|i| *i != "views/target.png") {
+                    h.push_str(&image_tag(dir, img));
                 }
                 let _ = write!(
                     h,
                     "<details><summary>request</summary><pre>{}</pre></details><pre>{}</pre>",
-                    escape(e["request"]["text"].as_str().unwrap_or("")),
-                    escape(&pretty(e["answer"].as_str().unwrap_or("")))
+                    escape(&call.request.text),
+                    escape(&pretty(call.answer.as_deref().unwrap_or("")))
                 );
-                if let Some(errors) = e["errors"].as_array() {
-                    for err in errors.iter().filter_map(Value::as_str) {
-                        let _ = write!(h, "<p class=\"bad\">invalid: {}</p>", escape(err));
-                    }
+                for err in &call.errors {
+                    let _ = write!(h, "<p class=\"bad\">invalid: {}</p>", escape(err));
                 }
-                if let Some(err) = e["error"].as_str() {
+                if let Some(err) = &call.error {
                     let _ = write!(h, "<p class=\"bad\">{}</p>", escape(err));
                 }
                 h.push_str("</div>");
             }
-            "rejected" => {
-                let reasons: Vec<&str> =
-                    e["reasons"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            TraceEvent::Rejected { reasons, .. } => {
                 let _ = write!(h, "<p class=\"bad\">Rejected: {}</p>", escape(&reasons.join("; ")));
             }
-            "execute" if e["ok"] == false => {
-                let _ =
-                    write!(h, "<p class=\"bad\">Candidate failed: {}</p>", escape(e["error"].as_str().unwrap_or("")));
+            TraceEvent::Execute(x) if !x.ok => {
+                let error = x.error.as_deref().unwrap_or("");
+                let _ = write!(h, "<p class=\"bad\">Candidate failed: {}</p>", escape(error));
             }
-            "execute" => {
-                let verified = if e["verified"] == true { "accepted" } else { "committed without verification" };
+            TraceEvent::Execute(x) => {
+                let verified = if x.verified == Some(true) { "accepted" } else { "committed without verification" };
                 let _ = write!(
                     h,
                     "<p class=\"ok\">{verified}:</p><pre>{}</pre>",
-                    escape(&serde_json::to_string_pretty(&e["commands"]).unwrap_or_default())
+                    escape(&serde_json::to_string_pretty(&x.commands).unwrap_or_default())
                 );
             }
-            "retrieved" => {
-                let hits: Vec<String> = e["hits"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|h| format!("{} step {} ({})", h["part"].as_str().unwrap_or(""), h["step"], h["score"]))
+            TraceEvent::Retrieved { hits, .. } => {
+                let hits: Vec<String> = hits
+                    .iter()
+                    .map(|h| format!("{} step {} ({})", h.part, h.step, (f64::from(h.score) * 1e4).round() / 1e4))
                     .collect();
                 let _ = write!(h, "<p>Retrieved examples: {}</p>", escape(&hits.join(", ")));
             }
-            "rag" => {
-                let _ = write!(h, "<p>RAG off: {}</p>", escape(e["reason"].as_str().unwrap_or("")));
+            TraceEvent::Rag { reason, .. } => {
+                let _ = write!(h, "<p>RAG off: {}</p>", escape(reason));
             }
-            "snapped" => {
+            TraceEvent::Snapped { sketch, constraints, .. } => {
                 let _ = write!(
                     h,
                     "<p>PGR snapping on {}: {}</p>",
-                    escape(e["sketch"].as_str().unwrap_or("")),
-                    escape(&e["constraints"].to_string())
+                    escape(sketch),
+                    escape(&serde_json::to_string(constraints).unwrap_or_default())
                 );
             }
-            "end" => {
-                let _ = write!(h, "<h2>END</h2><p>{}</p>", escape(e["reason"].as_str().unwrap_or("")));
+            TraceEvent::End { reason, .. } => {
+                let _ = write!(h, "<h2>END</h2><p>{}</p>", escape(reason));
             }
-            "stop" => {
-                let o = &e["outcome"];
+            TraceEvent::Stop { outcome: o } => {
                 let _ = write!(
                     h,
                     "<h2>Outcome</h2><p>{} steps accepted; {}; {} model calls, {} rejections; {:.2} s.</p>",
-                    o["steps"],
-                    escape(o["stop"].as_str().unwrap_or("")),
-                    o["calls"],
-                    o["rejections"],
-                    o["seconds"].as_f64().unwrap_or(0.0)
+                    o.steps,
+                    escape(&o.stop),
+                    o.calls,
+                    o.rejections,
+                    o.seconds
                 );
-                if o["usage"]["input_tokens"].as_u64().is_some_and(|t| t > 0) {
-                    let _ = write!(h, "<p>Model usage:{}.</p>", usage_text(&o["usage"]).trim_start_matches(','));
+                if o.usage.input_tokens > 0 {
+                    let _ = write!(h, "<p>Model usage:{}.</p>", usage_text(&o.usage).trim_start_matches(','));
                 }
-                if let Some(f) = o["failure"].as_str() {
+                if let Some(f) = &o.failure {
                     let _ = write!(h, "<p class=\"bad\">{}</p>", escape(f));
                 }
             }
-            _ => {}
+            TraceEvent::Register { .. } | TraceEvent::Accepted { .. } => {}
         }
     }
     h.push_str("\n</body></html>\n");
     write_atomic(&dir.join("report.html"), h.as_bytes())
 }
 
-/// ", 1200 tokens in, 80 out, cost 0.0041" for a usage object; empty when there is none.
-fn usage_text(usage: &Value) -> String {
-    let (Some(input), Some(output)) = (usage["input_tokens"].as_u64(), usage["output_tokens"].as_u64()) else {
-        return String::new();
-    };
-    let cost = usage["cost"].as_f64().map(|c| format!(", cost {c:.4}")).unwrap_or_default();
-    format!(", {input} tokens in, {output} out{cost}")
+/// ", 1200 tokens in, 80 out, cost 0.0041".
+fn usage_text(usage: &Usage) -> String {
+    let cost = usage.cost.map(|c| format!(", cost {c:.4}")).unwrap_or_default();
+    format!(", {} tokens in, {} out{cost}", usage.input_tokens, usage.output_tokens)
 }
 
 fn pretty(text: &str) -> String {

@@ -1,12 +1,109 @@
 //! Stage 1: the next operation and the existing geometry it builds on, named by ID (EGR)
-//! or, with EGR off, by selectors the harness resolves.
+//! or, with EGR off, by selectors the harness resolves. Its request shows the target, the
+//! tagged view of the current model (with S_t), the entity table, the accepted commands,
+//! retrieved examples and why earlier attempts at the step failed.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use freecad_bridge::command::EntityId;
-use freecad_bridge::{Command, ModelState};
+use freecad_bridge::{Command, ModelState, Session};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::selectors;
+use crate::engine::{Asked, Engine, Turn};
+use crate::error::LoopError;
+use crate::events::TraceEvent;
+use crate::prompts::Fill;
+use crate::vlm::{Stage, Vlm};
+use crate::{rag, register, selectors};
+
+impl Engine<'_> {
+    /// The tagged view of the current model (none while it is empty), with S_t drawn.
+    pub(crate) fn tagged(&mut self, session: &mut Session, step: usize) -> Result<Option<PathBuf>, LoopError> {
+        if session.state().empty {
+            return Ok(None);
+        }
+        let scene = self.scene(session)?;
+        let start = Instant::now();
+        let mut view = views::tagged(&scene, session.state(), &self.options());
+        if !self.config.ablations.no_reg {
+            register::draw_sphere_on(&mut view, self.sphere);
+        }
+        let path = self.save(&view.image, &format!("step{step:02}_tagged.png"))?;
+        self.timing.render += start.elapsed().as_secs_f64();
+        Ok(Some(path))
+    }
+
+    /// Stage 1: the next operation, checked against the model.
+    pub(crate) fn stage1(
+        &mut self,
+        vlm: &mut dyn Vlm,
+        state: &ModelState,
+        turn: Turn,
+        tagged: Option<&Path>,
+        feedback: &[String],
+    ) -> Result<Asked<(Plan, Command)>, LoopError> {
+        let start = Instant::now();
+        let fill = Fill::default()
+            .value("step", turn.step.to_string())
+            .value("max_steps", self.config.max_steps.to_string())
+            .value("sphere_center", fmt3(self.sphere.center))
+            .value("sphere_radius", format!("{:.4}", self.sphere.radius))
+            .value("part_diameter", format!("{:.0}", 2.0 * self.sphere.radius))
+            .value("entity_table", gerd::export::entity_table(state).trim_end().to_string())
+            .value("history", history_text(&self.history))
+            .value("feedback_text", feedback.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n"))
+            .flag("feedback", !feedback.is_empty())
+            .flag("empty", state.empty)
+            .value("bodies", state.bodies.iter().map(|b| b.id.as_str()).collect::<Vec<_>>().join(", "))
+            .value("active_body", format!("B{}", state.active_body_number()))
+            .flag("several_bodies", state.bodies.len() > 1);
+        let mut images: Vec<PathBuf> =
+            std::iter::once(self.view_path("target.png")).chain(tagged.map(Path::to_path_buf)).collect();
+        let history = self.history.clone();
+        let examples = match self.retriever.as_mut().map(|r| r.examples(state, &history)) {
+            Some(Ok(examples)) => examples,
+            // The run ends as a recorded failure, with everything reached so far written.
+            Some(Err(e)) => return Ok(Asked::Backend(e.to_string())),
+            None => Vec::new(),
+        };
+        let fill = if examples.is_empty() {
+            fill.value("retrieved", String::new()).flag("rag", false)
+        } else {
+            self.emit(TraceEvent::Retrieved {
+                step: turn.step,
+                attempt: turn.attempt,
+                hits: examples.iter().map(|e| e.hit.clone()).collect(),
+            })?;
+            let text = rag::prompt_text(&examples, images.len() + 1);
+            images.extend(examples.iter().filter_map(|e| e.image.clone()));
+            fill.value("retrieved", text).flag("rag", true)
+        };
+        let request = self.request(Stage::Stage1, "stage1.md", fill, images, self.context(state))?;
+        self.timing.prompt += start.elapsed().as_secs_f64();
+        let no_egr = self.config.ablations.no_egr;
+        self.ask(vlm, request, turn, |v| {
+            let plan: Plan = serde_json::from_value(v).map_err(|e| e.to_string())?;
+            if plan.is_end() {
+                return Ok((plan, Command::End));
+            }
+            interpret(plan, state, &history, no_egr)
+        })
+    }
+}
+
+fn fmt3(p: [f64; 3]) -> String {
+    format!("({:.4}, {:.4}, {:.4})", p[0], p[1], p[2])
+}
+
+/// The accepted commands, one JSON line each, for the prompt.
+fn history_text(history: &[Command]) -> String {
+    if history.is_empty() {
+        return "(none yet: the model is empty)".into();
+    }
+    history.iter().map(|c| serde_json::to_string(c).unwrap_or_default()).collect::<Vec<_>>().join("\n")
+}
 
 /// Stage 1's answer: the command, the new sketches it needs, and the body it works in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

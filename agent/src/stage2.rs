@@ -1,16 +1,96 @@
 //! Stage 2: one sketch drawn in view coordinates on the sketch view, turned into a sketch
 //! command in the plane's local frame (LCB), tied to projected geometry (PGR).
 
-use freecad_bridge::ModelState;
+use std::time::Instant;
+
 use freecad_bridge::command::{Constraint, Primitive, Sketch};
+use freecad_bridge::{ModelState, Session};
 use serde::Deserialize;
 use serde_json::Value;
-use views::SketchMeta;
+use views::{SketchMeta, Window};
 
 use crate::config::Config;
-use crate::lcb;
+use crate::engine::{Asked, Engine, Turn, kernel};
+use crate::error::LoopError;
+use crate::events::TraceEvent;
 use crate::pgr::{self, Snapped};
-use crate::stage1::resolve_reference;
+use crate::prompts::Fill;
+use crate::stage1::{Plan, SketchPlan, resolve_reference};
+use crate::vlm::{SketchRequest, Stage, Vlm};
+use crate::{lcb, register};
+
+impl Engine<'_> {
+    /// Stage 2 for one sketch: the sketch view, the drawing, LCB and PGR; revised
+    /// parameters go into `command`.
+    pub(crate) fn stage2(
+        &mut self,
+        vlm: &mut dyn Vlm,
+        session: &mut Session,
+        plan: &Plan,
+        sp: &SketchPlan,
+        turn: Turn,
+        command: &mut Value,
+    ) -> Result<Asked<Sketch>, LoopError> {
+        let frame = match kernel(&mut self.timing, session, |s| s.plane_frame(&sp.on)) {
+            Ok(f) => f,
+            Err(e) => return Ok(Asked::Invalid(format!("sketch {} on {}: {e}", sp.name, sp.on))),
+        };
+        let scene = self.scene(session)?;
+        let start = Instant::now();
+        let window = (!self.config.ablations.no_reg).then(|| {
+            let c = frame.to_local(self.sphere.center);
+            let r = self.sphere.radius;
+            Window { u0: c[0] - r, v0: c[1] - r, size: 2.0 * r }
+        });
+        let state = session.state().clone();
+        let mut view = views::sketch(&scene, &state, &frame, window, &self.options());
+        let Some(meta) = view.meta.sketch.clone() else {
+            return Ok(Asked::Invalid("the sketch view has no map".into()));
+        };
+        if !self.config.ablations.no_reg {
+            let center = meta.view_to_pixel([0.5, 0.5]);
+            register::draw_sphere(&mut view.image, [center.0, center.1], meta.grid[2] / 2.0);
+        }
+        let image =
+            self.save(&view.image, &format!("step{:02}_try{}_{}_sketch.png", turn.step, turn.attempt, sp.name))?;
+        self.timing.render += start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        let fill = Fill::default()
+            .value("sketch_name", sp.name.clone())
+            .value("sketch_on", sp.on.clone())
+            .value("plan", plan.describe())
+            .value("window_size", format!("{:.4}", meta.window.size))
+            .value("projected", pgr::projected_table(&meta, &state).trim_end().to_string());
+        let mut context = self.context(&state);
+        context.plan = Some(plan.clone());
+        context.sketch = Some(SketchRequest { name: sp.name.clone(), on: sp.on.clone(), meta: meta.clone() });
+        let images = vec![self.view_path("target.png"), image];
+        let request = self.request(Stage::Stage2, "stage2.md", fill, images, context)?;
+        self.timing.prompt += start.elapsed().as_secs_f64();
+        let config = self.config;
+        let asked = self.ask(vlm, request, turn, |v| {
+            let drawing: Drawing = serde_json::from_value(v).map_err(|e| e.to_string())?;
+            let (sketch, snapped) = to_sketch(&drawing, &sp.name, &sp.on, &meta, &state, config)?;
+            Ok((drawing.parameters, sketch, snapped))
+        })?;
+        Ok(match asked {
+            Asked::Answer((parameters, sketch, snapped)) => {
+                if !snapped.constraints.is_empty() {
+                    self.emit(TraceEvent::Snapped {
+                        step: turn.step,
+                        attempt: turn.attempt,
+                        sketch: sp.name.clone(),
+                        constraints: snapped.constraints,
+                    })?;
+                }
+                apply_parameters(command, &parameters, &meta, !self.config.ablations.no_lcb);
+                Asked::Answer(sketch)
+            }
+            Asked::Invalid(reason) => Asked::Invalid(format!("sketch {}: {reason}", sp.name)),
+            Asked::Backend(reason) => Asked::Backend(reason),
+        })
+    }
+}
 
 /// How far outside the [0,1] grid a point may lie under registration (view units).
 pub const GRID_SLACK: f64 = 0.5;

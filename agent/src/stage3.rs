@@ -1,6 +1,64 @@
-//! Stage 3: the model judges the rendered preview of the candidate (EVf).
+//! Stage 3: the model judges the rendered preview of the candidate beside the target
+//! (EVf); a rejection's reasons go back to Stage 1.
 
+use std::time::Instant;
+
+use freecad_bridge::{ModelState, Preview};
 use serde::{Deserialize, Serialize};
+
+use crate::engine::{Asked, Attempt, Engine, Turn};
+use crate::error::LoopError;
+use crate::events::TraceEvent;
+use crate::prompts::Fill;
+use crate::register;
+use crate::stage1::Plan;
+use crate::vlm::{Stage, Vlm};
+
+impl Engine<'_> {
+    /// Stage 3: the preview beside the target, judged. `None`: accepted; otherwise how the
+    /// attempt ends (a rejection, an invalid answer, a backend that cannot answer).
+    pub(crate) fn stage3(
+        &mut self,
+        vlm: &mut dyn Vlm,
+        state: &ModelState,
+        plan: &Plan,
+        preview: &Preview,
+        turn: Turn,
+    ) -> Result<Option<Attempt>, LoopError> {
+        let start = Instant::now();
+        let mut view = views::preview(preview, &self.options(), Some(&self.target.image));
+        if !self.config.ablations.no_reg {
+            register::draw_sphere_on(&mut view, self.sphere);
+        }
+        let image = self.save(&view.image, &format!("step{:02}_try{}_preview.png", turn.step, turn.attempt))?;
+        self.timing.render += start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        let fill = Fill::default()
+            .value("step", turn.step.to_string())
+            .value("plan", plan.describe())
+            .value("preview_summary", summary(&preview.state))
+            .value("before_summary", summary(state));
+        let mut context = self.context(state);
+        context.plan = Some(plan.clone());
+        context.preview = Some(preview.state.clone());
+        let request = self.request(Stage::Stage3, "stage3.md", fill, vec![image], context)?;
+        self.timing.prompt += start.elapsed().as_secs_f64();
+        let asked =
+            self.ask(vlm, request, turn, |v| serde_json::from_value::<Verdict>(v).map_err(|e| e.to_string()))?;
+        Ok(match asked {
+            Asked::Answer(v) if v.accepted() => None,
+            Asked::Answer(v) => {
+                self.rejections += 1;
+                let reason =
+                    format!("attempt {} ({}) was rejected: {}", turn.attempt, plan.describe(), v.reasons.join("; "));
+                self.emit(TraceEvent::Rejected { step: turn.step, attempt: turn.attempt, reasons: v.reasons })?;
+                Some(Attempt::Retry { reason, rejected: true })
+            }
+            Asked::Invalid(reason) => Some(Attempt::retry(reason)),
+            Asked::Backend(reason) => Some(Attempt::Failed(reason)),
+        })
+    }
+}
 
 /// Stage 3's answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

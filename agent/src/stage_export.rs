@@ -17,7 +17,7 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use serde_json::{Value, json};
 
 use crate::vlm::{GroundTruth, Oracle, Reply, Request, Stage, Vlm, VlmError};
-use crate::{Config, LoopError, reconstruct_with};
+use crate::{Config, LoopError, Reconstruction};
 
 /// One recorded stage call.
 #[derive(Debug, Clone)]
@@ -124,8 +124,12 @@ pub fn record_part(
         answered: Default::default(),
         samples: Vec::new(),
     };
-    let outcome =
-        reconstruct_with(&part_dir.join("target.png"), work, config, &mut recorder, session, false, embedder)?;
+    let outcome = Reconstruction::new(config.clone())?.embedder(embedder).run(
+        &part_dir.join("target.png"),
+        work,
+        &mut recorder,
+        session,
+    )?;
     if let Some(failure) = outcome.failure {
         return Err(LoopError::Truth {
             path: part_dir.display().to_string(),
@@ -153,7 +157,7 @@ pub fn write_samples(
         let mut images = Vec::new();
         for image in &s.images {
             if !copied.contains_key(image) {
-                std::fs::create_dir_all(&part_images).map_err(crate::io(&part_images))?;
+                std::fs::create_dir_all(&part_images).map_err(|e| LoopError::io(&part_images, e))?;
                 // Views of the run and retrieved examples may share a file name.
                 let name = format!(
                     "{:02}_{}",
@@ -161,7 +165,7 @@ pub fn write_samples(
                     image.file_name().map_or("image.png".into(), |f| f.to_string_lossy())
                 );
                 let target = part_images.join(&name);
-                std::fs::copy(image, &target).map_err(crate::io(&target))?;
+                std::fs::copy(image, &target).map_err(|e| LoopError::io(&target, e))?;
                 let relative = target.strip_prefix(jsonl_dir).unwrap_or(&target).display().to_string();
                 copied.insert(image.clone(), relative);
             }
@@ -171,7 +175,7 @@ pub fn write_samples(
             "id": format!("{part}-{}-{n:03}", stage.name()), "split": split, "part": part, "stage": stage.name(),
             "system": s.system, "prompt": s.prompt, "images": images, "answer": s.answer,
         });
-        writeln!(out, "{line}").map_err(crate::io(jsonl_dir))?;
+        writeln!(out, "{line}").map_err(|e| LoopError::io(jsonl_dir, e))?;
         written += 1;
     }
     Ok(written)

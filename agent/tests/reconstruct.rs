@@ -345,12 +345,57 @@ fn a_worker_killed_mid_reconstruction_costs_only_time() {
     let worker = session.worker_pid().expect("a worker");
     let mut vlm = KillOnce { inner: vision2cad::vlm::Oracle::new(gt), calls: 0, worker };
     let out = dir.path().join("out");
-    let outcome = vision2cad::reconstruct(&image, &out, &vision2cad::Config::default(), &mut vlm, &mut session, false)
+    let outcome = vision2cad::Reconstruction::new(vision2cad::Config::default())
+        .expect("the default configuration is valid")
+        .run(&image, &out, &mut vlm, &mut session)
         .expect("the run completes");
     assert!(outcome.finished && outcome.failure.is_none(), "{outcome:?}");
     assert!(session.replacements() >= 1, "the worker was not killed");
     let static_iou = iou(&out.join("program.json"), &program, "static").expect("compiled");
     assert!(static_iou >= 0.99, "{static_iou}");
+}
+
+/// Collects a run's events, as a program embedding the loop would (a progress bar, a UI).
+#[derive(Debug, Clone, Default)]
+struct Collect(std::sync::Arc<std::sync::Mutex<Vec<vision2cad::TraceEvent>>>);
+
+impl vision2cad::Sink for Collect {
+    fn event(&mut self, event: &vision2cad::TraceEvent) -> Result<(), vision2cad::LoopError> {
+        self.0.lock().expect("not poisoned").push(event.clone());
+        Ok(())
+    }
+}
+
+#[test]
+fn a_sink_sees_the_events_the_trace_holds_and_every_line_reads_back_typed() {
+    use vision2cad::TraceEvent;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let program = example_path("plate_counterbore");
+    let image = target_image(&program, dir.path());
+    let mut session = common::session();
+    let gt = vision2cad::vlm::GroundTruth::load(&program, &mut session).expect("ground truth");
+    let mut oracle = vision2cad::vlm::Oracle::new(gt);
+    let out = dir.path().join("out");
+    let seen = Collect::default();
+    let outcome = vision2cad::Reconstruction::new(vision2cad::Config::default())
+        .expect("the default configuration is valid")
+        .sink(Box::new(seen.clone()))
+        .run(&image, &out, &mut oracle, &mut session)
+        .expect("the run completes");
+    let written = vision2cad::events::read_trace(&out.join("trace.jsonl")).expect("every line is a typed event");
+    let seen = seen.0.lock().expect("not poisoned").clone();
+    assert_eq!(written, seen, "the trace and the sink got the same events");
+    assert!(matches!(written.first(), Some(TraceEvent::Start { .. })), "{:?}", written.first());
+    let Some(TraceEvent::Stop { outcome: last }) = written.last() else { panic!("the trace ends with stop") };
+    assert_eq!(**last, outcome);
+    let calls = written.iter().filter(|e| matches!(e, TraceEvent::Call(_))).count();
+    assert_eq!(calls, outcome.calls);
+    let committed = written.iter().filter(|e| matches!(e, TraceEvent::Execute(x) if x.ok)).count();
+    assert_eq!(committed, outcome.steps);
+    // What `outcome.json` holds reads back as the same outcome.
+    let on_disk: vision2cad::Outcome =
+        serde_json::from_str(&std::fs::read_to_string(out.join("outcome.json")).expect("outcome")).expect("typed");
+    assert_eq!(on_disk, outcome);
 }
 
 /// Test100's folder and records, or None (with the reason printed) when the data is absent.

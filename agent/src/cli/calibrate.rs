@@ -15,6 +15,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
 
+use vision2cad::events::{TraceEvent, read_trace};
+
 use crate::cli::exec::write_atomic;
 
 #[derive(Debug, clap::Args)]
@@ -54,12 +56,10 @@ pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
     );
     let mut tally = Tally::default();
     for trace in &traces {
-        let text = std::fs::read_to_string(trace).with_context(|| format!("cannot read {}", trace.display()))?;
         let mut shadowed = false;
-        for (n, line) in text.lines().enumerate() {
-            let event: Value = serde_json::from_str(line)
-                .with_context(|| format!("{}:{}: not a JSON line", trace.display(), n + 1))?;
-            for o in event["observed"].as_array().into_iter().flatten() {
+        for event in read_trace(trace)? {
+            let TraceEvent::Call(call) = event else { continue };
+            for o in &call.observed {
                 shadowed = true;
                 count(&mut tally, o);
             }

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use serde_json::Value;
+use vision2cad::batch::{ItemStatus, PartResult, PartScore, ProtocolSummary, RunResults};
 
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
@@ -20,7 +21,7 @@ pub struct CompareArgs {
     pub top: usize,
 }
 
-fn results(dir: &Path) -> Result<Value> {
+fn results(dir: &Path) -> Result<RunResults> {
     let path = dir.join("results.json");
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("{} is not a finished run (no results.json)", dir.display()))?;
@@ -30,15 +31,24 @@ fn results(dir: &Path) -> Result<Value> {
         "{} holds a sweep or something else; compare two single-configuration runs (e.g. RUNDIR/full and RUNDIR/no-pgr)",
         path.display()
     );
-    Ok(v)
+    serde_json::from_value(v).with_context(|| format!("{} is not a run's results", path.display()))
 }
 
 /// The comparison as text (the table, then the parts that moved most).
-pub fn compare(a: &Value, b: &Value, top: usize) -> String {
+pub fn compare(a: &RunResults, b: &RunResults, top: usize) -> String {
+    type Figure = fn(&ProtocolSummary) -> Option<f64>;
+    const METRICS: [(&str, Figure); 6] = [
+        ("cr", |s| Some(s.cr)),
+        ("miou", |s| s.miou),
+        ("cd_mean", |s| s.cd_mean),
+        ("cd_median", |s| s.cd_median),
+        ("hd", |s| s.hd),
+        ("hd95", |s| s.hd95),
+    ];
     let mut out = String::from("| metric | A | B | B - A |\n|---|---|---|---|\n");
-    for protocol in ["static", "edit10"] {
-        for metric in ["cr", "miou", "cd_mean", "cd_median", "hd", "hd95"] {
-            let (x, y) = (a[protocol][metric].as_f64(), b[protocol][metric].as_f64());
+    for (protocol, sa, sb) in [("static", &a.static_, &b.static_), ("edit10", &a.edit10, &b.edit10)] {
+        for (metric, figure) in METRICS {
+            let (x, y) = (figure(sa), figure(sb));
             let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
             let delta = match (x, y) {
                 (Some(x), Some(y)) => format!("{:+.4}", y - x),
@@ -47,35 +57,32 @@ pub fn compare(a: &Value, b: &Value, top: usize) -> String {
             out.push_str(&format!("| {protocol} {metric} | {} | {} | {delta} |\n", show(x), show(y)));
         }
     }
-    for (name, key) in [("finished", "finished"), ("failed", "failed"), ("timed out", "timeout")] {
-        out.push_str(&format!("| {name} | {} | {} | |\n", a["status"][key], b["status"][key]));
+    for (name, status) in
+        [("finished", ItemStatus::Finished), ("failed", ItemStatus::Failed), ("timed out", ItemStatus::Timeout)]
+    {
+        out.push_str(&format!("| {name} | {} | {} | |\n", a.status.get(status), b.status.get(status)));
     }
-    let index = |v: &Value| -> BTreeMap<String, Value> {
-        v["per_part"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|p| p["id"].as_str().map(|id| (id.to_string(), p.clone())))
-            .collect()
+    let index = |r: &'_ RunResults| -> BTreeMap<String, PartResult> {
+        r.per_part.iter().map(|p| (p.id.clone(), p.clone())).collect()
     };
     let (pa, pb) = (index(a), index(b));
-    let iou = |p: &Value, protocol: &str| p[protocol]["iou"].as_f64().unwrap_or(0.0);
+    let iou = |s: &Option<PartScore>| s.and_then(|s| s.iou).unwrap_or(0.0);
     let mut moved: Vec<(f64, &String, f64, f64, f64, f64)> = pa
         .iter()
         .filter_map(|(id, x)| {
             let y = pb.get(id)?;
             Some((
-                (iou(y, "static") - iou(x, "static")).abs(),
+                (iou(&y.static_) - iou(&x.static_)).abs(),
                 id,
-                iou(x, "static"),
-                iou(y, "static"),
-                iou(x, "edit10"),
-                iou(y, "edit10"),
+                iou(&x.static_),
+                iou(&y.static_),
+                iou(&x.edit10),
+                iou(&y.edit10),
             ))
         })
         .collect();
     moved.sort_by(|l, r| r.0.total_cmp(&l.0).then(l.1.cmp(r.1)));
-    let only = |from: &BTreeMap<String, Value>, to: &BTreeMap<String, Value>| {
+    let only = |from: &BTreeMap<String, PartResult>, to: &BTreeMap<String, PartResult>| {
         from.keys().filter(|k| !to.contains_key(*k)).count()
     };
     out.push_str(&format!(
@@ -88,8 +95,8 @@ pub fn compare(a: &Value, b: &Value, top: usize) -> String {
     for (_, id, sa, sb, ea, eb) in moved.iter().take(top) {
         out.push_str(&format!(
             "| {id} | {sa:.4} | {sb:.4} | {ea:.4} | {eb:.4} | {} | {} |\n",
-            pa[*id]["status"].as_str().unwrap_or(""),
-            pb[*id]["status"].as_str().unwrap_or("")
+            pa[*id].status.name(),
+            pb[*id].status.name()
         ));
     }
     out
@@ -105,15 +112,37 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use vision2cad::batch::StatusCounts;
 
-    fn run_with(ious: &[(&str, f64)], miou: f64) -> Value {
-        json!({
-            "status": {"finished": ious.len(), "failed": 0, "timeout": 0},
-            "static": {"cr": 1.0, "miou": miou}, "edit10": {"cr": 1.0, "miou": miou},
-            "per_part": ious.iter().map(|(id, i)| json!({"id": id, "status": "finished",
-                "static": {"iou": i}, "edit10": {"iou": i}})).collect::<Vec<_>>(),
-        })
+    fn run_with(ious: &[(&str, f64)], miou: f64) -> RunResults {
+        let summary = ProtocolSummary { n: ious.len(), cr: 1.0, miou: Some(miou), ..ProtocolSummary::default() };
+        let score = |i: f64| Some(PartScore { compiled: true, iou: Some(i), cd: None, hd: None, hd95: None });
+        RunResults {
+            settings: vision2cad::batch::RunSettings {
+                dataset: "gerd".into(),
+                split: "test".into(),
+                vlm: vision2cad::batch::RunBackend::Oracle,
+                reconstruct: Vec::new(),
+                parts: ious.iter().map(|(id, _)| id.to_string()).collect(),
+                shard: None,
+            },
+            parts: ious.len(),
+            status: StatusCounts { finished: ious.len(), ..StatusCounts::default() },
+            static_: summary,
+            edit10: summary,
+            tokens: Default::default(),
+            cost: None,
+            seconds_per_part: 0.0,
+            wall_seconds_this_session: 0.0,
+            per_part: ious
+                .iter()
+                .map(|(id, i)| PartResult {
+                    static_: score(*i),
+                    edit10: score(*i),
+                    ..PartResult::from(&vision2cad::batch::Item::new(id, ItemStatus::Finished))
+                })
+                .collect(),
+        }
     }
 
     #[test]

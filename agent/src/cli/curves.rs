@@ -10,6 +10,8 @@ use anyhow::{Context, Result};
 use plotters::prelude::*;
 use serde_json::{Value, json};
 
+use vision2cad::batch::{ProtocolSummary, RunResults};
+
 use crate::cli::exec::write_atomic;
 
 const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSansCondensed-Bold.ttf");
@@ -18,15 +20,16 @@ const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSansCondensed-Bo
 type Point = (f64, Option<f64>, u64);
 
 /// The metrics drawn, with where they sit in a run's results and their sample count.
-const METRICS: [(&str, &str, &str, &str); 3] = [
-    ("static mIoU", "static", "miou", "compiled"),
-    ("static CR", "static", "cr", "all"),
-    ("edit10 mIoU", "edit10", "miou", "compiled"),
+type Metric = (&'static str, &'static str, fn(&ProtocolSummary) -> Option<f64>, &'static str);
+const METRICS: [Metric; 3] = [
+    ("static mIoU", "static", |s| s.miou, "compiled"),
+    ("static CR", "static", |s| Some(s.cr), "all"),
+    ("edit10 mIoU", "edit10", |s| s.miou, "compiled"),
 ];
 
 /// Writes curves.md, curves.json, curves.svg and curves.png into `out`. `rows` are the
 /// sweep's runs, named `CONFIG_KEY=VALUE`.
-pub fn write_curves(out: &Path, key: &str, rows: &[(String, Value)]) -> Result<()> {
+pub fn write_curves(out: &Path, key: &str, rows: &[(String, RunResults)]) -> Result<()> {
     // config -> metric -> points
     let mut curves: BTreeMap<String, Vec<Vec<Point>>> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
@@ -37,12 +40,10 @@ pub fn write_curves(out: &Path, key: &str, rows: &[(String, Value)]) -> Result<(
             order.push(config.to_string());
         }
         let entry = curves.entry(config.to_string()).or_insert_with(|| vec![Vec::new(); METRICS.len()]);
-        for (k, (_, protocol, field, count)) in METRICS.iter().enumerate() {
-            let summary = &r[*protocol];
-            let n = summary["n"].as_u64().unwrap_or(0);
-            let compiled = (summary["cr"].as_f64().unwrap_or(0.0) * n as f64).round() as u64;
-            let samples = if *count == "all" { n } else { compiled };
-            entry[k].push((x, summary[*field].as_f64(), samples));
+        for (k, (_, protocol, value, count)) in METRICS.iter().enumerate() {
+            let Some(summary) = r.protocol(protocol) else { continue };
+            let samples = if *count == "all" { summary.n as u64 } else { summary.compiled() };
+            entry[k].push((x, value(summary), samples));
         }
     }
     anyhow::ensure!(!curves.is_empty(), "no runs of the sweep vary {key}");

@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde_json::json;
 use vision2cad::vlm::{GroundTruth, Oracle};
-use vision2cad::{Config, Timing, reconstruct};
+use vision2cad::{Config, Reconstruction, Timing};
 
 use crate::WorkerArgs;
 use crate::cli::bench::median;
@@ -36,7 +36,7 @@ pub fn run(args: &LoopBench) -> Result<ExitCode> {
     let paths = crate::cli::bench::program_paths(&args.programs)?;
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let mut session = args.worker.session()?;
-    let config = Config::default();
+    let mut reconstruction = Reconstruction::new(Config::default())?;
     let (mut steps, mut reference) = (Vec::<Timing>::new(), Vec::<f64>::new());
     let mut model_seconds = 0.0;
     for (k, path) in paths.iter().enumerate() {
@@ -50,7 +50,7 @@ pub fn run(args: &LoopBench) -> Result<ExitCode> {
         for r in 0..args.repeat.max(1) {
             let out = scratch.path().join(format!("{k}-{r}"));
             let mut oracle = Oracle::new(truth.clone());
-            let outcome = reconstruct(&image, &out, &config, &mut oracle, &mut session, false)?;
+            let outcome = reconstruction.run(&image, &out, &mut oracle, &mut session)?;
             anyhow::ensure!(outcome.finished, "{}: the oracle did not finish: {}", path.display(), outcome.stop);
             model_seconds += outcome.timing.model;
             steps.extend(outcome.step_timing.iter().copied());

@@ -17,7 +17,7 @@ use eval::Report;
 use serde_json::Value;
 
 use crate::cli::exec::write_atomic;
-use crate::cli::run_cmd::{self, RunSettings};
+use crate::cli::run_cmd::{self, RunResults, RunSettings};
 use crate::cli::shard::{Shard, check_complete};
 
 #[derive(Debug, clap::Args)]
@@ -56,7 +56,7 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
     let runs: Vec<PathBuf> = args.inputs.iter().flat_map(|d| run_folders(d)).collect();
     if !runs.is_empty() {
         let results = merge_runs(&runs, &args.out)?;
-        print!("{}", run_cmd::results_markdown(&results));
+        print!("{}", results.markdown());
         eprintln!("merged {} runs into {}", runs.len(), args.out.display());
         return Ok(ExitCode::SUCCESS);
     }
@@ -147,7 +147,7 @@ fn order_configs(
 }
 
 /// Runs over disjoint parts of one split with the same settings, into one run at `out`.
-fn merge_runs(runs: &[PathBuf], out: &Path) -> Result<Value> {
+fn merge_runs(runs: &[PathBuf], out: &Path) -> Result<RunResults> {
     let mut settings: Vec<(PathBuf, RunSettings)> = Vec::new();
     for run in runs {
         anyhow::ensure!(
@@ -223,8 +223,10 @@ fn merge_runs(runs: &[PathBuf], out: &Path) -> Result<Value> {
         };
         statics.push(report("eval_static.json")?);
         edits.push(report("eval_edit10.json")?);
-        let results: Value = serde_json::from_str(&read(&dir.join("results.json"))?)?;
-        wall = wall.max(results["wall_seconds_this_session"].as_f64().unwrap_or(0.0));
+        let path = dir.join("results.json");
+        let results: RunResults = serde_json::from_str(&read(&path)?)
+            .with_context(|| format!("{} is not a run's results", path.display()))?;
+        wall = wall.max(results.wall_seconds_this_session);
     }
     let static_report = Report::merge(statics).map_err(anyhow::Error::msg)?;
     let edit_report = Report::merge(edits).map_err(anyhow::Error::msg)?;

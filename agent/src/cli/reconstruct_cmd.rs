@@ -4,27 +4,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use vision2cad::vlm::{
-    CacheMode, ChatClient, GroundTruth, Oracle, ResponseFormat, Scripted, Shadowed, Sim, Vlm, VlmSettings,
-};
-use vision2cad::{Config, reconstruct_with};
+use vision2cad::vlm::{BackendKind as Backend, BackendSpec, CacheMode, ResponseFormat};
+use vision2cad::{Config, Reconstruction};
 
 use crate::WorkerArgs;
 use crate::cli::env;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Backend {
-    /// A perfect model for a part whose program is known (needs --gt).
-    Oracle,
-    /// Replay a file of stage answers (needs --script).
-    Scripted,
-    /// A model server that speaks OpenAI's chat completions (OpenAI, OpenRouter, vLLM,
-    /// Ollama, llama.cpp): key and URL from the environment, the rest from [vlm] in --config.
-    Openai,
-    /// The oracle with an error model (needs --gt): rates from [sim] in --config and
-    /// --sim KEY=VALUE, seeded by --seed.
-    Sim,
-}
 
 #[derive(Debug, clap::Args)]
 pub struct ReconstructArgs {
@@ -123,6 +107,19 @@ pub enum Baseline {
 }
 
 impl ReconstructArgs {
+    /// The backend these flags and the environment name.
+    pub fn backend(&self) -> BackendSpec {
+        BackendSpec {
+            kind: self.vlm,
+            gt: self.gt.clone(),
+            script: self.script.clone(),
+            shadow_gt: self.shadow_gt.clone(),
+            base_url: self.base_url.clone().or_else(env::base_url),
+            api_key: env::api_key(),
+            slots: env::vlm_slots(),
+        }
+    }
+
     pub fn config(&self) -> Result<Config> {
         let mut config = match &self.config {
             Some(path) => Config::from_file(path)?,
@@ -191,43 +188,20 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
     if let Some(Baseline::DirectCode) = args.baseline {
         return direct_code(args, &out, &config);
     }
+    let spec = args.backend();
     // The model server is checked (key, cache, URL) before FreeCAD starts.
-    let client = match args.vlm {
-        Backend::Openai => Some(chat_client(&config.vlm, args.base_url.as_deref())?),
-        _ => None,
-    };
+    let client = spec.connect(&config.vlm)?;
     let mut session = args.worker.session()?;
-    let mut vlm: Box<dyn Vlm> = match args.vlm {
-        Backend::Openai => Box::new(client.context("the client was set up above")?),
-        Backend::Oracle | Backend::Sim => {
-            let Some(gt) = &args.gt else {
-                bail!(
-                    "--vlm oracle and --vlm sim need --gt: a GERD part folder or a program .json (a real image needs a real model server)"
-                )
-            };
-            let truth = GroundTruth::load(gt, &mut session).map_err(anyhow::Error::msg)?;
-            if args.vlm == Backend::Sim {
-                Box::new(Sim::new(Oracle::new(truth), config.sim))
-            } else {
-                Box::new(Oracle::new(truth))
-            }
-        }
-        Backend::Scripted => {
-            let Some(script) = &args.script else { bail!("--vlm scripted needs --script FILE") };
-            Box::new(Scripted::from_file(script)?)
-        }
-    };
-    if let Some(gt) = &args.shadow_gt {
-        let truth = GroundTruth::load(gt, &mut session).map_err(anyhow::Error::msg)?;
-        vlm = Box::new(Shadowed::new(vlm, Oracle::new(truth)));
-    }
+    let mut vlm = spec.open(&config, client, &mut session)?;
     let embedder = match (&config.rag_index, config.ablations.no_rag) {
         (Some(index), false) => crate::cli::gerd_cmd::embedder_for_index(index, None)?,
         _ => None,
     };
-    let outcome =
-        reconstruct_with(&args.image, &out, &config, vlm.as_mut(), &mut session, args.resume.is_some(), embedder)
-            .with_context(|| format!("reconstruction of {} failed", args.image.display()))?;
+    let outcome = Reconstruction::new(config.clone())?
+        .resume(args.resume.is_some())
+        .embedder(embedder)
+        .run(&args.image, &out, vlm.as_mut(), &mut session)
+        .with_context(|| format!("reconstruction of {} failed", args.image.display()))?;
     if config.rag_index.is_none() && !config.ablations.no_rag {
         eprintln!("note: RAG is off, no retrieval index was given (--rag-index INDEX; --no-rag to say so)");
     }
@@ -249,21 +223,6 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
     Ok(if outcome.failure.is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
-/// The chat client for `--vlm openai`: base URL from the flag, the environment, the config,
-/// or OpenAI's; the key from the environment only.
-pub fn chat_client(settings: &VlmSettings, base_url_flag: Option<&str>) -> Result<ChatClient> {
-    let base_url = base_url_flag
-        .map(str::to_owned)
-        .or_else(env::base_url)
-        .or_else(|| settings.base_url.clone())
-        .unwrap_or_else(|| VlmSettings::DEFAULT_BASE_URL.to_string());
-    let client = ChatClient::new(settings.clone(), base_url, env::api_key())?;
-    if let Some((count, dir)) = env::vlm_slots() {
-        client.limit_across_processes(dir, count)?;
-    }
-    Ok(client)
-}
-
 /// `--baseline direct-code`: one script from the model, run in the sandbox.
 fn direct_code(args: &ReconstructArgs, out: &std::path::Path, config: &Config) -> Result<ExitCode> {
     anyhow::ensure!(args.resume.is_none(), "--resume continues the loop; the direct-code baseline is one call");
@@ -271,16 +230,7 @@ fn direct_code(args: &ReconstructArgs, out: &std::path::Path, config: &Config) -
         args.script_seconds.is_finite() && args.script_seconds > 0.0,
         "--script-seconds must be a positive number of seconds"
     );
-    let mut vlm: Box<dyn Vlm> = match args.vlm {
-        Backend::Openai => Box::new(chat_client(&config.vlm, args.base_url.as_deref())?),
-        Backend::Scripted => {
-            let Some(script) = &args.script else { bail!("--vlm scripted needs --script FILE") };
-            Box::new(Scripted::from_file(script)?)
-        }
-        Backend::Oracle | Backend::Sim => bail!(
-            "the direct-code baseline needs a model that writes code (--vlm openai, or scripted); the oracle only answers the loop's stages"
-        ),
-    };
+    let mut vlm = args.backend().open_code_writer(&config.vlm)?;
     let program = args.worker.config()?.program;
     // The CPU limit sits a little under the wall-clock one, so a busy loop is stopped by
     // the kernel with a clear signal before the wall clock kills it.

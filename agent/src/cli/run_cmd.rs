@@ -16,25 +16,15 @@ use anyhow::{Context, Result, bail};
 use eval::{EvalOptions, Protocol, Report};
 use freecad_bridge::WorkerPool;
 use gerd::record::{Split, part_dirs, read_part};
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde::Deserialize;
+use vision2cad::batch::results::fmt;
+pub use vision2cad::batch::{Item, ItemStatus, RunBackend, RunResults, RunSettings, SWEEP_FILE, SweepFile};
+use vision2cad::report::escape;
 
 use crate::WorkerArgs;
 use crate::cli::exec::write_atomic;
 use crate::cli::progress::Progress;
 use crate::cli::shard::Shard;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunBackend {
-    /// A perfect model: each part's own GERD folder is its ground truth.
-    Oracle,
-    /// A chat-completions server (see `reconstruct --vlm openai`).
-    Openai,
-    /// The oracle with an error model (see `reconstruct --vlm sim`; rates after `--` as
-    /// `--sim KEY=VALUE`, or varied with --vary).
-    Sim,
-}
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -93,43 +83,6 @@ pub struct RunArgs {
     pub worker: WorkerArgs,
 }
 
-/// What a finished part left behind, besides its reconstruction's own files.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct Item {
-    id: String,
-    /// `finished` (END), `stopped` (step limit), `failed`, `timeout`, `crashed`.
-    status: String,
-    reason: Option<String>,
-    seconds: f64,
-    steps: usize,
-    input_tokens: u64,
-    output_tokens: u64,
-    cost: Option<f64>,
-}
-
-/// The settings a run was started with; a resumed run must be given the same.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct RunSettings {
-    pub dataset: PathBuf,
-    pub split: String,
-    pub vlm: RunBackend,
-    pub reconstruct: Vec<String>,
-    /// The parts of this run (of this shard, when sharded).
-    pub parts: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<Shard>,
-}
-
-/// A sharded sweep's list of configurations, in order, in the sweep's folder.
-pub(crate) const SWEEP_FILE: &str = "sweep.json";
-
-/// What `SWEEP_FILE` holds: the configurations in order, and the sim rate `--vary` varies.
-#[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct SweepFile {
-    pub configs: Vec<String>,
-    pub vary: Option<String>,
-}
-
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let configs = sweep_configs(args)?;
     if args.vlm != RunBackend::Openai && configs.iter().any(|(name, _)| name == DIRECT_CODE) {
@@ -172,7 +125,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     if configs.is_empty() {
         let out = folder(args.out.clone());
         let results = run_split(args, &out, &[], shard)?;
-        print!("{}", results_markdown(&results));
+        print!("{}", results.markdown());
         eprintln!("wrote {}/{{results.md, results.json, index.html}}", out.display());
         if shard.is_some() {
             eprintln!("when every shard is done: vision2cad merge {} --out {}", args.out.display(), args.out.display());
@@ -224,11 +177,16 @@ fn parse_vary(text: &str) -> Result<(String, Vec<String>)> {
 }
 
 /// The sweep's table (a row per configuration), `results.json` and `index.html` in `out`.
-pub(crate) fn write_sweep(out: &Path, rows: &[(String, Value)]) -> Result<()> {
+pub(crate) fn write_sweep(out: &Path, rows: &[(String, RunResults)]) -> Result<()> {
     let table = sweep_markdown(rows);
     std::fs::create_dir_all(out)?;
     write_atomic(&out.join("results.md"), table.as_bytes())?;
-    let json_rows: Vec<Value> = rows.iter().map(|(name, r)| json!({"config": name, "results": r})).collect();
+    #[derive(serde::Serialize)]
+    struct Row<'a> {
+        config: &'a str,
+        results: &'a RunResults,
+    }
+    let json_rows: Vec<Row> = rows.iter().map(|(config, results)| Row { config, results }).collect();
     write_atomic(&out.join("results.json"), serde_json::to_string_pretty(&json_rows)?.as_bytes())?;
     let mut html = String::from(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>vision2cad sweep</title></head><body>\n",
@@ -314,34 +272,34 @@ fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-fn sweep_markdown(rows: &[(String, Value)]) -> String {
+fn sweep_markdown(rows: &[(String, RunResults)]) -> String {
     let mut t = String::from(
         "| config | finished | static CR | static mIoU | static CD mean | static HD95 | edit10 CR | edit10 mIoU | edit10 CD mean | edit10 HD95 | tokens in | cost | s/part |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for (name, r) in rows {
-        let (s, e) = (&r["static"], &r["edit10"]);
+        let (s, e) = (&r.static_, &r.edit10);
         t.push_str(&format!(
-            "| {name} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |\n",
-            r["status"]["finished"],
-            r["parts"],
-            fmt(&s["cr"], 3),
-            fmt(&s["miou"], 4),
-            fmt(&s["cd_mean"], 4),
-            fmt(&s["hd95"], 4),
-            fmt(&e["cr"], 3),
-            fmt(&e["miou"], 4),
-            fmt(&e["cd_mean"], 4),
-            fmt(&e["hd95"], 4),
-            r["tokens"]["input"],
-            fmt(&r["cost"], 4),
-            r["seconds_per_part"].as_f64().unwrap_or(0.0)
+            "| {name} | {}/{} | {:.3} | {} | {} | {} | {:.3} | {} | {} | {} | {} | {} | {:.1} |\n",
+            r.status.finished,
+            r.parts,
+            s.cr,
+            fmt(s.miou, 4),
+            fmt(s.cd_mean, 4),
+            fmt(s.hd95, 4),
+            e.cr,
+            fmt(e.miou, 4),
+            fmt(e.cd_mean, 4),
+            fmt(e.hd95, 4),
+            r.tokens.input,
+            fmt(r.cost, 4),
+            r.seconds_per_part
         ));
     }
     t
 }
 
 /// One run over the split into `out`, with `extra` options for every `reconstruct`.
-fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>) -> Result<Value> {
+fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>) -> Result<RunResults> {
     anyhow::ensure!(args.jobs >= 1, "--jobs must be at least 1");
     anyhow::ensure!(args.vlm_concurrency >= 1, "--vlm-concurrency must be at least 1");
     anyhow::ensure!(args.item_timeout > 0.0, "--item-timeout must be a positive number of seconds");
@@ -410,7 +368,7 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>)
             scope.spawn(|| {
                 while let Some(part) = queue.lock().ok().and_then(|mut q| q.pop_front()) {
                     let item = reconstruct_part(&exe, &part, out, args, extra);
-                    progress.tick(item.as_ref().map_or(true, |i| !matches!(i.status.as_str(), "finished" | "stopped")));
+                    progress.tick(item.as_ref().map_or(true, |i| !i.status.reached_the_end()));
                     if let Err(e) = item {
                         eprintln!("{}: {e:#}", file_name(&part));
                     }
@@ -463,7 +421,7 @@ pub(crate) fn write_results(
     static_report: &Report,
     edit_report: &Report,
     wall: f64,
-) -> Result<Value> {
+) -> Result<RunResults> {
     let items: Vec<Item> = settings
         .parts
         .iter()
@@ -475,31 +433,15 @@ pub(crate) fn write_results(
                 .unwrap_or_else(|| Item::missing(id, "the part did not run"))
         })
         .collect();
-    let results = results_json(settings, &items, static_report, edit_report, wall);
+    let results = RunResults::new(settings, &items, static_report, edit_report, wall);
     write_atomic(&out.join("results.json"), serde_json::to_string_pretty(&results)?.as_bytes())?;
-    let table = results_markdown(&results);
-    write_atomic(&out.join("results.md"), table.as_bytes())?;
-    write_atomic(&out.join("index.html"), index_html(&results).as_bytes())?;
+    write_atomic(&out.join("results.md"), results.markdown().as_bytes())?;
+    write_atomic(&out.join("index.html"), results.index_html().as_bytes())?;
     Ok(results)
 }
 
 fn file_name(p: &Path) -> String {
     p.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned())
-}
-
-impl Item {
-    fn missing(id: &str, reason: &str) -> Item {
-        Item {
-            id: id.into(),
-            status: "crashed".into(),
-            reason: Some(reason.into()),
-            seconds: 0.0,
-            steps: 0,
-            input_tokens: 0,
-            output_tokens: 0,
-            cost: None,
-        }
-    }
 }
 
 /// One part in a child process, with the time limit; its folder is renamed into place when
@@ -540,25 +482,24 @@ fn reconstruct_part(exe: &Path, part: &Path, out: &Path, args: &RunArgs, extra: 
         std::thread::sleep(Duration::from_millis(50));
     };
     let seconds = started.elapsed().as_secs_f64();
-    let outcome: Option<Value> =
-        std::fs::read_to_string(partial.join("outcome.json")).ok().and_then(|t| serde_json::from_str(&t).ok());
-    let mut item = Item::missing(&id, "");
+    let outcome = read_outcome(&partial.join("outcome.json"));
+    let mut item = Item::new(&id, ItemStatus::Crashed);
     item.seconds = seconds;
     if let Some(o) = &outcome {
-        item.steps = o["steps"].as_u64().unwrap_or(0) as usize;
-        item.input_tokens = o["usage"]["input_tokens"].as_u64().unwrap_or(0);
-        item.output_tokens = o["usage"]["output_tokens"].as_u64().unwrap_or(0);
-        item.cost = o["usage"]["cost"].as_f64();
+        item.steps = o.steps;
+        item.input_tokens = o.usage.input_tokens;
+        item.output_tokens = o.usage.output_tokens;
+        item.cost = o.usage.cost;
     }
-    (item.status, item.reason) = match (status, &outcome) {
-        (None, _) => ("timeout".into(), Some(format!("stopped after {:.0} s (--item-timeout)", args.item_timeout))),
-        (Some(_), Some(o)) if o["failure"].is_string() => ("failed".into(), o["failure"].as_str().map(str::to_owned)),
-        (Some(_), Some(o)) if o["finished"] == true => ("finished".into(), None),
-        (Some(_), Some(o)) => ("stopped".into(), o["stop"].as_str().map(str::to_owned)),
+    (item.status, item.reason) = match (status, outcome) {
+        (None, _) => (ItemStatus::Timeout, Some(format!("stopped after {:.0} s (--item-timeout)", args.item_timeout))),
+        (Some(_), Some(o)) if o.failure.is_some() => (ItemStatus::Failed, o.failure),
+        (Some(_), Some(o)) if o.finished => (ItemStatus::Finished, None),
+        (Some(_), Some(o)) => (ItemStatus::Stopped, Some(o.stop)),
         (Some(s), None) => {
             let tail = std::fs::read_to_string(partial.join("reconstruct.log")).unwrap_or_default();
             let last = tail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
-            ("crashed".into(), Some(format!("reconstruct exited with {s}: {last}")))
+            (ItemStatus::Crashed, Some(format!("reconstruct exited with {s}: {last}")))
         }
     };
     write_atomic(&partial.join("item.json"), serde_json::to_string_pretty(&item)?.as_bytes())?;
@@ -569,111 +510,17 @@ fn reconstruct_part(exe: &Path, part: &Path, out: &Path, args: &RunArgs, extra: 
     Ok(item)
 }
 
-fn summary(report: &Report) -> Value {
-    json!({"n": report.n, "cr": report.cr, "miou": report.miou, "cd_mean": report.cd_mean,
-        "cd_median": report.cd_median, "hd": report.hd, "hd95": report.hd95})
+/// What a part's `outcome.json` says, in the fields the loop's and the baseline's outcomes
+/// share (the baseline writes more).
+#[derive(Debug, Deserialize)]
+struct PartOutcome {
+    steps: usize,
+    finished: bool,
+    stop: String,
+    failure: Option<String>,
+    usage: vision2cad::vlm::Usage,
 }
 
-fn results_json(settings: &RunSettings, items: &[Item], s: &Report, e: &Report, wall: f64) -> Value {
-    let per_part: Vec<Value> = items
-        .iter()
-        .map(|item| {
-            let find = |r: &Report| r.samples.iter().find(|x| x.id == item.id).cloned();
-            let (st, ed) = (find(s), find(e));
-            json!({
-                "id": item.id, "status": item.status, "reason": item.reason, "steps": item.steps,
-                "seconds": item.seconds, "input_tokens": item.input_tokens, "output_tokens": item.output_tokens,
-                "cost": item.cost,
-                "static": st.map(|x| json!({"compiled": x.compiled, "iou": x.iou, "cd": x.cd, "hd": x.hd, "hd95": x.hd95})),
-                "edit10": ed.map(|x| json!({"compiled": x.compiled, "iou": x.iou, "cd": x.cd, "hd": x.hd, "hd95": x.hd95})),
-            })
-        })
-        .collect();
-    let count = |status: &str| items.iter().filter(|i| i.status == status).count();
-    let costs: Vec<f64> = items.iter().filter_map(|i| i.cost).collect();
-    json!({
-        "settings": settings,
-        "parts": items.len(),
-        "status": {"finished": count("finished"), "stopped": count("stopped"), "failed": count("failed"),
-                   "timeout": count("timeout"), "crashed": count("crashed")},
-        "static": summary(s),
-        "edit10": summary(e),
-        "tokens": {"input": items.iter().map(|i| i.input_tokens).sum::<u64>(), "output": items.iter().map(|i| i.output_tokens).sum::<u64>()},
-        "cost": (!costs.is_empty()).then(|| costs.iter().sum::<f64>()),
-        "seconds_per_part": items.iter().map(|i| i.seconds).sum::<f64>() / items.len().max(1) as f64,
-        "wall_seconds_this_session": wall,
-        "per_part": per_part,
-    })
-}
-
-fn fmt(v: &Value, digits: usize) -> String {
-    v.as_f64().map_or("-".into(), |x| format!("{x:.digits$}"))
-}
-
-pub(crate) fn results_markdown(r: &Value) -> String {
-    let mut t = String::new();
-    let st = &r["status"];
-    t.push_str(&format!(
-        "# Run over {} ({} split, {} parts, backend {})\n\n",
-        r["settings"]["dataset"].as_str().unwrap_or(""),
-        r["settings"]["split"].as_str().unwrap_or(""),
-        r["parts"],
-        r["settings"]["vlm"].as_str().unwrap_or("")
-    ));
-    t.push_str(&format!(
-        "Finished {} (END), stopped at the step limit {}, failed {}, timed out {}, crashed {}.\n\n",
-        st["finished"], st["stopped"], st["failed"], st["timeout"], st["crashed"]
-    ));
-    t.push_str("| protocol | CR | mIoU | CD mean | CD median | HD | HD95 |\n|---|---|---|---|---|---|---|\n");
-    for p in ["static", "edit10"] {
-        let s = &r[p];
-        t.push_str(&format!(
-            "| {p} | {} | {} | {} | {} | {} | {} |\n",
-            fmt(&s["cr"], 3),
-            fmt(&s["miou"], 4),
-            fmt(&s["cd_mean"], 4),
-            fmt(&s["cd_median"], 4),
-            fmt(&s["hd"], 4),
-            fmt(&s["hd95"], 4)
-        ));
-    }
-    let cost = r["cost"].as_f64().map_or("no price configured".into(), |c| format!("{c:.4}"));
-    t.push_str(&format!(
-        "\nTokens {} in, {} out; cost {cost}; {:.1} s per part.\n",
-        r["tokens"]["input"],
-        r["tokens"]["output"],
-        r["seconds_per_part"].as_f64().unwrap_or(0.0)
-    ));
-    t
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
-fn index_html(r: &Value) -> String {
-    let mut h = String::from(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>vision2cad run</title><style>\
-         body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}\
-         td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child{text-align:left}\
-         .bad{color:#b42318}</style></head><body>\n",
-    );
-    h.push_str(&format!("<pre>{}</pre>\n", escape(&results_markdown(r))));
-    h.push_str("<table><tr><th>part</th><th>status</th><th>steps</th><th>static IoU</th><th>edit10 IoU</th><th>seconds</th></tr>\n");
-    for p in r["per_part"].as_array().into_iter().flatten() {
-        let id = p["id"].as_str().unwrap_or("");
-        let class = if matches!(p["status"].as_str(), Some("finished")) { "" } else { " class=\"bad\"" };
-        h.push_str(&format!(
-            "<tr><td><a href=\"parts/{id}/report.html\">{}</a></td><td{class} title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            escape(id),
-            escape(p["reason"].as_str().unwrap_or("")),
-            escape(p["status"].as_str().unwrap_or("")),
-            p["steps"],
-            fmt(&p["static"]["iou"], 4),
-            fmt(&p["edit10"]["iou"], 4),
-            fmt(&p["seconds"], 1)
-        ));
-    }
-    h.push_str("</table></body></html>\n");
-    h
+fn read_outcome(path: &Path) -> Option<PartOutcome> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }

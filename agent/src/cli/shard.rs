@@ -5,8 +5,7 @@
 //! others, and `vision2cad merge` puts the pieces back together.
 
 use anyhow::{Context, Result, bail};
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+pub use vision2cad::batch::shard::{Shard, shard_file};
 
 use crate::cli::env;
 
@@ -20,12 +19,6 @@ pub struct ShardArgs {
     /// count is known.
     #[arg(long, value_name = "N")]
     pub shard_count: Option<usize>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Shard {
-    pub index: usize,
-    pub count: usize,
 }
 
 impl ShardArgs {
@@ -81,45 +74,6 @@ impl ShardArgs {
     }
 }
 
-impl Shard {
-    /// Whether the item `id` is this shard's.
-    pub fn holds(&self, id: &str) -> bool {
-        shard_of(id, self.count) == self.index
-    }
-
-    /// The name of this shard's output (`shard-2-of-8`).
-    pub fn name(&self) -> String {
-        format!("shard-{}-of-{}", self.index, self.count)
-    }
-
-    /// Parses a name written by [`Shard::name`].
-    pub fn parse(name: &str) -> Option<Shard> {
-        let rest = name.strip_prefix("shard-")?;
-        let (index, count) = rest.split_once("-of-")?;
-        let shard = Shard { index: index.parse().ok()?, count: count.parse().ok()? };
-        (shard.index < shard.count).then_some(shard)
-    }
-}
-
-/// The shard of `id` among `count`: the first 8 bytes of its SHA-256, modulo the count.
-pub fn shard_of(id: &str, count: usize) -> usize {
-    let digest = Sha256::digest(id.as_bytes());
-    let mut head = [0u8; 8];
-    head.copy_from_slice(&digest[..8]);
-    (u64::from_be_bytes(head) % count.max(1) as u64) as usize
-}
-
-/// The path of a shard's own result file: `report.json` becomes `report.shard-1-of-4.json`.
-pub fn shard_file(path: &std::path::Path, shard: Option<Shard>) -> std::path::PathBuf {
-    let Some(shard) = shard else { return path.to_path_buf() };
-    let stem = path.file_stem().map_or("out".into(), |s| s.to_string_lossy().into_owned());
-    let name = match path.extension() {
-        Some(ext) => format!("{stem}.{}.{}", shard.name(), ext.to_string_lossy()),
-        None => format!("{stem}.{}", shard.name()),
-    };
-    path.with_file_name(name)
-}
-
 /// Checks that `shards` are exactly the shards 0..N of one count, naming what is missing.
 pub fn check_complete(shards: &[Shard], what: &str) -> Result<()> {
     let Some(count) = shards.first().map(|s| s.count) else { bail!("no shards of {what} to merge") };
@@ -141,32 +95,6 @@ pub fn check_complete(shards: &[Shard], what: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_id_lands_in_exactly_one_shard_and_the_split_is_even_enough() {
-        let ids: Vec<String> = (0..4000).map(|i| format!("gen-7-{i:05}")).collect();
-        let mut sizes = [0usize; 4];
-        for id in &ids {
-            let owners: Vec<usize> = (0..4).filter(|&i| Shard { index: i, count: 4 }.holds(id)).collect();
-            assert_eq!(owners.len(), 1, "{id}");
-            sizes[owners[0]] += 1;
-        }
-        assert!(sizes.iter().all(|&n| (900..1100).contains(&n)), "{sizes:?}");
-        // Stable across releases: a fixed id keeps its shard.
-        assert_eq!(shard_of("gen-7-00000", 4), shard_of("gen-7-00000", 4));
-    }
-
-    #[test]
-    fn names_and_files_round_trip() {
-        let s = Shard { index: 1, count: 4 };
-        assert_eq!(Shard::parse(&s.name()), Some(s));
-        assert_eq!(Shard::parse("shard-4-of-4"), None);
-        assert_eq!(
-            shard_file(std::path::Path::new("out/report.json"), Some(s)).to_str(),
-            Some("out/report.shard-1-of-4.json")
-        );
-        assert_eq!(shard_file(std::path::Path::new("report.json"), None).to_str(), Some("report.json"));
-    }
 
     #[test]
     fn incomplete_shards_are_named() {

@@ -6,6 +6,7 @@
 //! the text and the pictures; the oracle reads it directly. No backend sees the harness's
 //! ground truth: only the oracle and the scripted backend hold answers of their own.
 
+mod backend;
 mod cache;
 mod embeddings;
 pub mod mock;
@@ -24,6 +25,7 @@ use views::SketchMeta;
 
 use crate::config::Ablations;
 
+pub use backend::{BackendError, BackendKind, BackendSpec};
 pub use embeddings::{HttpEmbedder, state_text};
 pub use openai::ChatClient;
 pub use oracle::{GroundTruth, Oracle};

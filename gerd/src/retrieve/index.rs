@@ -90,8 +90,8 @@ pub struct IndexMeta {
     pub entries: Vec<Entry>,
 }
 
-/// One retrieved step.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One retrieved step (as retrieval found it; read back from a trace, without `entry`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hit {
     pub part: String,
     pub step: usize,

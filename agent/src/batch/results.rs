@@ -1,0 +1,322 @@
+//! What a run reports: an [`Item`] per part (`item.json`), and [`RunResults`]
+//! (`results.json`), rendered as `results.md` and `index.html`.
+
+use eval::{Report, SampleResult};
+use serde::{Deserialize, Serialize};
+
+use super::RunSettings;
+use crate::report::escape;
+
+/// How a part's reconstruction ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemStatus {
+    /// The model said END.
+    Finished,
+    /// The step limit was reached.
+    Stopped,
+    /// The loop stopped on a failure (no candidate got through, a backend that could not
+    /// answer).
+    Failed,
+    /// The part ran past `--item-timeout` and was stopped.
+    Timeout,
+    /// The reconstruction process ended without an outcome.
+    Crashed,
+}
+
+impl ItemStatus {
+    pub const ALL: [ItemStatus; 5] =
+        [ItemStatus::Finished, ItemStatus::Stopped, ItemStatus::Failed, ItemStatus::Timeout, ItemStatus::Crashed];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ItemStatus::Finished => "finished",
+            ItemStatus::Stopped => "stopped",
+            ItemStatus::Failed => "failed",
+            ItemStatus::Timeout => "timeout",
+            ItemStatus::Crashed => "crashed",
+        }
+    }
+
+    /// The loop ran to its end (END or the step limit), whatever the model built.
+    pub fn reached_the_end(self) -> bool {
+        matches!(self, ItemStatus::Finished | ItemStatus::Stopped)
+    }
+}
+
+/// What a finished part left behind (`item.json`), besides its reconstruction's own files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    pub id: String,
+    pub status: ItemStatus,
+    pub reason: Option<String>,
+    pub seconds: f64,
+    pub steps: usize,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost: Option<f64>,
+}
+
+impl Item {
+    /// A part with `status` and nothing else recorded yet.
+    pub fn new(id: &str, status: ItemStatus) -> Item {
+        Item {
+            id: id.into(),
+            status,
+            reason: None,
+            seconds: 0.0,
+            steps: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            cost: None,
+        }
+    }
+
+    /// A part that left no `item.json`.
+    pub fn missing(id: &str, reason: &str) -> Item {
+        Item { reason: Some(reason.into()), ..Item::new(id, ItemStatus::Crashed) }
+    }
+}
+
+/// Parts by status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusCounts {
+    pub finished: usize,
+    pub stopped: usize,
+    pub failed: usize,
+    pub timeout: usize,
+    pub crashed: usize,
+}
+
+impl StatusCounts {
+    pub fn of(items: &[Item]) -> StatusCounts {
+        let count = |status| items.iter().filter(|i| i.status == status).count();
+        StatusCounts {
+            finished: count(ItemStatus::Finished),
+            stopped: count(ItemStatus::Stopped),
+            failed: count(ItemStatus::Failed),
+            timeout: count(ItemStatus::Timeout),
+            crashed: count(ItemStatus::Crashed),
+        }
+    }
+
+    pub fn get(&self, status: ItemStatus) -> usize {
+        match status {
+            ItemStatus::Finished => self.finished,
+            ItemStatus::Stopped => self.stopped,
+            ItemStatus::Failed => self.failed,
+            ItemStatus::Timeout => self.timeout,
+            ItemStatus::Crashed => self.crashed,
+        }
+    }
+}
+
+/// One protocol's figures over the run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProtocolSummary {
+    pub n: usize,
+    pub cr: f64,
+    pub miou: Option<f64>,
+    pub cd_mean: Option<f64>,
+    pub cd_median: Option<f64>,
+    pub hd: Option<f64>,
+    pub hd95: Option<f64>,
+}
+
+impl ProtocolSummary {
+    pub fn of(report: &Report) -> ProtocolSummary {
+        ProtocolSummary {
+            n: report.n,
+            cr: report.cr,
+            miou: report.miou,
+            cd_mean: report.cd_mean,
+            cd_median: report.cd_median,
+            hd: report.hd,
+            hd95: report.hd95,
+        }
+    }
+
+    /// Samples that compiled.
+    pub fn compiled(&self) -> u64 {
+        (self.cr * self.n as f64).round() as u64
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tokens {
+    pub input: u64,
+    pub output: u64,
+}
+
+/// One part's score under one protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PartScore {
+    pub compiled: bool,
+    pub iou: Option<f64>,
+    pub cd: Option<f64>,
+    pub hd: Option<f64>,
+    pub hd95: Option<f64>,
+}
+
+impl PartScore {
+    fn of(sample: &SampleResult) -> PartScore {
+        PartScore { compiled: sample.compiled, iou: sample.iou, cd: sample.cd, hd: sample.hd, hd95: sample.hd95 }
+    }
+}
+
+/// One part of `results.json`: its item and its scores.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartResult {
+    pub id: String,
+    pub status: ItemStatus,
+    pub reason: Option<String>,
+    pub steps: usize,
+    pub seconds: f64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost: Option<f64>,
+    #[serde(rename = "static")]
+    pub static_: Option<PartScore>,
+    pub edit10: Option<PartScore>,
+}
+
+impl From<&Item> for PartResult {
+    /// The part's item, not scored yet.
+    fn from(item: &Item) -> PartResult {
+        PartResult {
+            id: item.id.clone(),
+            status: item.status,
+            reason: item.reason.clone(),
+            steps: item.steps,
+            seconds: item.seconds,
+            input_tokens: item.input_tokens,
+            output_tokens: item.output_tokens,
+            cost: item.cost,
+            static_: None,
+            edit10: None,
+        }
+    }
+}
+
+/// `results.json` of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResults {
+    pub settings: RunSettings,
+    pub parts: usize,
+    pub status: StatusCounts,
+    #[serde(rename = "static")]
+    pub static_: ProtocolSummary,
+    pub edit10: ProtocolSummary,
+    pub tokens: Tokens,
+    /// In the configured currency, when a price is known.
+    pub cost: Option<f64>,
+    pub seconds_per_part: f64,
+    pub wall_seconds_this_session: f64,
+    pub per_part: Vec<PartResult>,
+}
+
+impl RunResults {
+    /// The results of `items`, scored by the two protocols' reports.
+    pub fn new(settings: &RunSettings, items: &[Item], s: &Report, e: &Report, wall: f64) -> RunResults {
+        let per_part = items
+            .iter()
+            .map(|item| {
+                let find = |r: &Report| r.samples.iter().find(|x| x.id == item.id).map(PartScore::of);
+                PartResult { static_: find(s), edit10: find(e), ..PartResult::from(item) }
+            })
+            .collect();
+        let costs: Vec<f64> = items.iter().filter_map(|i| i.cost).collect();
+        RunResults {
+            settings: settings.clone(),
+            parts: items.len(),
+            status: StatusCounts::of(items),
+            static_: ProtocolSummary::of(s),
+            edit10: ProtocolSummary::of(e),
+            tokens: Tokens {
+                input: items.iter().map(|i| i.input_tokens).sum(),
+                output: items.iter().map(|i| i.output_tokens).sum(),
+            },
+            cost: (!costs.is_empty()).then(|| costs.iter().sum()),
+            seconds_per_part: items.iter().map(|i| i.seconds).sum::<f64>() / items.len().max(1) as f64,
+            wall_seconds_this_session: wall,
+            per_part,
+        }
+    }
+
+    /// A protocol's summary by name (`static`, `edit10`).
+    pub fn protocol(&self, name: &str) -> Option<&ProtocolSummary> {
+        match name {
+            "static" => Some(&self.static_),
+            "edit10" => Some(&self.edit10),
+            _ => None,
+        }
+    }
+
+    /// `results.md`: the counts, the two protocols' figures, tokens and cost.
+    pub fn markdown(&self) -> String {
+        let mut t = String::new();
+        let st = &self.status;
+        t.push_str(&format!(
+            "# Run over {} ({} split, {} parts, backend {})\n\n",
+            self.settings.dataset.display(),
+            self.settings.split,
+            self.parts,
+            self.settings.vlm.name()
+        ));
+        t.push_str(&format!(
+            "Finished {} (END), stopped at the step limit {}, failed {}, timed out {}, crashed {}.\n\n",
+            st.finished, st.stopped, st.failed, st.timeout, st.crashed
+        ));
+        t.push_str("| protocol | CR | mIoU | CD mean | CD median | HD | HD95 |\n|---|---|---|---|---|---|---|\n");
+        for (p, s) in [("static", &self.static_), ("edit10", &self.edit10)] {
+            t.push_str(&format!(
+                "| {p} | {:.3} | {} | {} | {} | {} | {} |\n",
+                s.cr,
+                fmt(s.miou, 4),
+                fmt(s.cd_mean, 4),
+                fmt(s.cd_median, 4),
+                fmt(s.hd, 4),
+                fmt(s.hd95, 4)
+            ));
+        }
+        let cost = self.cost.map_or("no price configured".into(), |c| format!("{c:.4}"));
+        t.push_str(&format!(
+            "\nTokens {} in, {} out; cost {cost}; {:.1} s per part.\n",
+            self.tokens.input, self.tokens.output, self.seconds_per_part
+        ));
+        t
+    }
+
+    /// `index.html`: the table and a row per part, linked to its report.
+    pub fn index_html(&self) -> String {
+        let mut h = String::from(
+            "<!doctype html><html><head><meta charset=\"utf-8\"><title>vision2cad run</title><style>\
+             body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}\
+             td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child{text-align:left}\
+             .bad{color:#b42318}</style></head><body>\n",
+        );
+        h.push_str(&format!("<pre>{}</pre>\n", escape(&self.markdown())));
+        h.push_str("<table><tr><th>part</th><th>status</th><th>steps</th><th>static IoU</th><th>edit10 IoU</th><th>seconds</th></tr>\n");
+        for p in &self.per_part {
+            let class = if p.status == ItemStatus::Finished { "" } else { " class=\"bad\"" };
+            let iou = |s: &Option<PartScore>| fmt(s.and_then(|s| s.iou), 4);
+            h.push_str(&format!(
+                "<tr><td><a href=\"parts/{id}/report.html\">{id}</a></td><td{class} title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td></tr>\n",
+                escape(p.reason.as_deref().unwrap_or("")),
+                p.status.name(),
+                p.steps,
+                iou(&p.static_),
+                iou(&p.edit10),
+                p.seconds,
+                id = escape(&p.id),
+            ));
+        }
+        h.push_str("</table></body></html>\n");
+        h
+    }
+}
+
+/// A figure with `digits` decimals, `-` when there is none.
+pub fn fmt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".into(), |x| format!("{x:.digits$}"))
+}
