@@ -20,7 +20,7 @@ fn refused(bad: &str, expect_entity: Option<&str>, expect_reason: &str) {
     s.execute_program(&example("plate_counterbore")).expect("plate");
     let before = snapshot(&mut s);
     let err = s.execute(&command(bad)).expect_err(bad);
-    let BridgeError::Command { entity, reason, op } = &err else { panic!("{bad}: unexpected error {err}") };
+    let BridgeError::Command { entity, reason, op, .. } = &err else { panic!("{bad}: unexpected error {err}") };
     assert_eq!(op, command(bad).op());
     assert!(reason.contains(expect_reason), "{bad}: reason '{reason}' lacks '{expect_reason}'");
     if let Some(id) = expect_entity {

@@ -32,13 +32,21 @@ V = FreeCAD.Vector
 EPS_VOLUME = 1e-9
 
 
-class CommandFailed(Exception):
-    """A command FreeCAD refused; `entity` names the referenced entity when there is one."""
+# Kinds of refusal (freecad-bridge's `RefusalKind`): callers match on these, not on wording.
+NO_EFFECT = "no_effect"
+SEPARATE_SOLIDS = "separate_solids"
+OTHER = "other"
 
-    def __init__(self, reason, entity=None):
+
+class CommandFailed(Exception):
+    """A command FreeCAD refused; `entity` names the referenced entity when there is one,
+    `kind` says what sort of refusal it is."""
+
+    def __init__(self, reason, entity=None, kind=OTHER):
         super().__init__(reason)
         self.reason = reason
         self.entity = entity
+        self.kind = kind
 
 
 # ---------------------------------------------------------------------------- the document
@@ -688,12 +696,17 @@ def _failure_reason(obj):
 def _check_solid(feat, op, mode, volume_before):
     """A feature may report success and still produce garbage: check the result."""
     if "Invalid" in feat.State or "Error" in feat.State:
-        raise CommandFailed(_failure_reason(feat))
+        reason = _failure_reason(feat)
+        # PartDesign's own words for a result it cannot hold in one body.
+        kind = SEPARATE_SOLIDS if "multiple solids" in reason else OTHER
+        raise CommandFailed(reason, kind=kind)
     shape = feat.Shape
     if shape.isNull() or not shape.Solids:
         raise CommandFailed("the feature produced no solid")
     if len(shape.Solids) != 1:
-        raise CommandFailed("the result has %d separate solids; a body must stay one solid" % len(shape.Solids))
+        raise CommandFailed(
+            "the result has %d separate solids; a body must stay one solid" % len(shape.Solids), kind=SEPARATE_SOLIDS
+        )
     if not shape.isValid():
         raise CommandFailed("the result is not a valid solid")
     volume = shape.Volume
@@ -701,11 +714,11 @@ def _check_solid(feat, op, mode, volume_before):
         raise CommandFailed("the result has no volume (%.3g)" % volume)
     tol = 1e-7 * max(volume, volume_before, 1.0)
     if mode == "add" and volume <= volume_before + tol:
-        raise CommandFailed("the %s added no material" % op)
+        raise CommandFailed("the %s added no material" % op, kind=NO_EFFECT)
     if mode == "cut" and volume >= volume_before - tol:
-        raise CommandFailed("the %s removed no material: the profile does not intersect the part" % op)
+        raise CommandFailed("the %s removed no material: the profile does not intersect the part" % op, kind=NO_EFFECT)
     if mode == "dress" and abs(volume - volume_before) <= tol:
-        raise CommandFailed("the %s changed nothing" % op)
+        raise CommandFailed("the %s changed nothing" % op, kind=NO_EFFECT)
 
 
 def execute(cmd):
@@ -747,12 +760,14 @@ def execute(cmd):
         if computed and op in ("fillet", "chamfer") and "too large" not in exc.reason:
             exc.reason += " (the %s may be too large for the faces next to these edges)" % ("radius" if op == "fillet" else "size")
         adds = cmd.get("mode") == "add"
-        if computed and adds and ("multiple solids" in exc.reason or "separate solids" in exc.reason):
+        if computed and adds and exc.kind == SEPARATE_SOLIDS:
             exc.reason += ' (a separate solid needs a body of its own: {"op": "body", "name": "B%d"})' % (len(MODEL.bodies) + 1)
         raise
     except Exception as exc:
         snapshot.restore()
-        raise CommandFailed("FreeCAD: %s" % exception_text(exc), _subject(cmd))
+        text = exception_text(exc)
+        kind = SEPARATE_SOLIDS if "multiple solids" in text else OTHER
+        raise CommandFailed("FreeCAD: %s" % text, _subject(cmd), kind)
     finally:
         MODEL.referenced = None
 
@@ -1167,11 +1182,19 @@ def keep_shape(req):
     return mass_properties(shape, req["inertia"])
 
 
+def intersect_kept(req):
+    """Only the common volume of the two kept shapes, transformed: their meshes are known."""
+    return _compare_kept(req, mesh=False, booleans=True)
+
+
 def compare_kept(req):
-    """Mesh the two kept shapes, each transformed (unless `mesh` is false), and (with
-    `booleans`) intersect them: one
-    common, since vol(A fuse B) = vol(A) + vol(B) - vol(A common B). A failed boolean is
-    reported, not raised, so the caller can fall back on the meshes."""
+    return _compare_kept(req, mesh=True, booleans=req["booleans"])
+
+
+def _compare_kept(req, mesh, booleans):
+    """Mesh the two kept shapes, each transformed (with `mesh`), and (with `booleans`)
+    intersect them: one common, since vol(A fuse B) = vol(A) + vol(B) - vol(A common B). A
+    failed boolean is reported, not raised, so the caller can fall back on the meshes."""
     shapes = []
     for slot, transform in (("prediction", req["transform_prediction"]), ("ground_truth", req["transform_ground_truth"])):
         if slot not in KEPT:
@@ -1180,21 +1203,21 @@ def compare_kept(req):
     p, g = shapes
     started = time.perf_counter()
 
-    def mesh(shape):
-        if not req.get("mesh", True):
+    def meshed_if_asked(shape):
+        if not mesh:
             return {"positions": [], "triangles": []}
         return _triangle_mesh(shape, req["linear_deflection"], req["angular_deflection"])
 
     out = {
-        "prediction": mesh(p),
-        "ground_truth": mesh(g),
+        "prediction": meshed_if_asked(p),
+        "ground_truth": meshed_if_asked(g),
         "volume_prediction": sum(s.Volume for s in p.Solids),
         "volume_ground_truth": sum(s.Volume for s in g.Solids),
         "common": None,
         "boolean_error": None,
     }
     meshed = time.perf_counter()
-    if req["booleans"]:
+    if booleans:
         try:
             out["common"] = p.common(g).Volume
         except Exception as exc:
@@ -1215,45 +1238,50 @@ def init(user_home):
     return FreeCAD.Version()[0] + "." + FreeCAD.Version()[1] + "." + FreeCAD.Version()[2]
 
 
+def _execute(req):
+    result = execute(req["command"])
+    result["state"] = state()
+    return result
+
+
+def _reset(req):
+    MODEL.reset()
+    return state()
+
+
+def _debug_sleep(req):
+    time.sleep(req["seconds"])
+    return {}
+
+
+# One handler per request type (freecad-bridge's `protocol::Request`), each taking the
+# request and returning what goes under "ok".
+HANDLERS = {
+    "reset": _reset,
+    "state": lambda req: state(),
+    "execute": _execute,
+    "preview": lambda req: preview(req["command"], req["linear_deflection"], req["angular_deflection"]),
+    "plane_frame": lambda req: plane_frame(req["on"]),
+    "parameters": lambda req: {"parameters": parameters()},
+    "set_parameters": lambda req: set_parameters(req["values"]),
+    "load": lambda req: load(req["path"]),
+    "save": lambda req: save(req.get("fcstd"), req.get("step")),
+    "tessellate": lambda req: tessellate(req["linear_deflection"], req["angular_deflection"]),
+    "measure": lambda req: measure(req.get("brep")),
+    "boolean_volumes": boolean_volumes,
+    "mesh_shape": mesh_shape,
+    "keep_shape": keep_shape,
+    "compare_kept": compare_kept,
+    "intersect_kept": intersect_kept,
+    "debug_sleep": _debug_sleep,
+}
+
+
 def _dispatch(req):
-    kind = req["type"]
-    if kind == "reset":
-        MODEL.reset()
-        return state()
-    if kind == "execute":
-        result = execute(req["command"])
-        result["state"] = state()
-        return result
-    if kind == "state":
-        return state()
-    if kind == "parameters":
-        return {"parameters": parameters()}
-    if kind == "set_parameters":
-        return set_parameters(req["values"])
-    if kind == "load":
-        return load(req["path"])
-    if kind == "save":
-        return save(req.get("fcstd"), req.get("step"))
-    if kind == "tessellate":
-        return tessellate(req["linear_deflection"], req["angular_deflection"])
-    if kind == "preview":
-        return preview(req["command"], req["linear_deflection"], req["angular_deflection"])
-    if kind == "plane_frame":
-        return plane_frame(req["on"])
-    if kind == "measure":
-        return measure(req.get("brep"))
-    if kind == "boolean_volumes":
-        return boolean_volumes(req)
-    if kind == "mesh_shape":
-        return mesh_shape(req)
-    if kind == "keep_shape":
-        return keep_shape(req)
-    if kind == "compare_kept":
-        return compare_kept(req)
-    if kind == "debug_sleep":
-        time.sleep(req["seconds"])
-        return {}
-    raise CommandFailed("unknown request type %s" % kind)
+    handler = HANDLERS.get(req["type"])
+    if handler is None:
+        raise CommandFailed("unknown request type %s" % req["type"])
+    return handler(req)
 
 
 def handle(line):
@@ -1261,7 +1289,7 @@ def handle(line):
         req = json.loads(line)
         return json.dumps({"ok": _dispatch(req)})
     except CommandFailed as exc:
-        return json.dumps({"err": {"reason": exc.reason, "entity": exc.entity}})
+        return json.dumps({"err": {"reason": exc.reason, "entity": exc.entity, "kind": exc.kind}})
     except Exception as exc:  # FreeCAD raises Base.FreeCADError, RuntimeError, ...
         traceback.print_exc(file=sys.stderr)
-        return json.dumps({"err": {"reason": "FreeCAD: %s" % exception_text(exc), "entity": None}})
+        return json.dumps({"err": {"reason": "FreeCAD: %s" % exception_text(exc), "entity": None, "kind": OTHER}})

@@ -2,6 +2,8 @@
 
 use thiserror::Error;
 
+use crate::protocol::RefusalKind;
+
 /// What went wrong with one call to a worker.
 #[derive(Debug, Error)]
 pub enum CallError {
@@ -12,7 +14,7 @@ pub enum CallError {
     #[error("the FreeCAD worker took longer than {seconds:.1} s for {during} and was stopped")]
     Timeout { during: String, seconds: f64 },
     #[error("FreeCAD refused: {reason}")]
-    Rejected { reason: String, entity: Option<String> },
+    Rejected { reason: String, entity: Option<String>, kind: RefusalKind },
     #[error("worker protocol error: {0}")]
     Protocol(String),
 }
@@ -26,7 +28,7 @@ fn tail_suffix(tail: &str) -> String {
 pub enum BridgeError {
     /// A command was refused (by validation or by FreeCAD); the document is unchanged.
     #[error("{op} failed{}: {reason}", entity.as_ref().map(|e| format!(" at {e}")).unwrap_or_default())]
-    Command { op: String, entity: Option<String>, reason: String },
+    Command { op: String, entity: Option<String>, reason: String, kind: RefusalKind },
     /// A parameter edit was refused; the previous values are restored.
     #[error("parameter edit failed: {reason}")]
     Parameters { reason: String },

@@ -1,8 +1,8 @@
 //! # freecad-bridge
 //!
 //! Drives a real FreeCAD (0.20, Debian's `freecad-python3`) from Rust. FreeCAD runs in
-//! worker processes that embed CPython with pyo3; the parent speaks typed JSON requests to
-//! them over pipes, with a timeout on every call. A [`Session`] owns one document: it
+//! worker processes that embed CPython with pyo3; the parent speaks typed JSON requests
+//! ([`protocol`]) to them over pipes, with a timeout on every call. A [`Session`] owns one document: it
 //! checks and lowers [`Command`]s of the command language, executes them as transactions
 //! (a failing command leaves the document exactly as it was), keeps the log of what
 //! succeeded, and rebuilds the document in a fresh worker when one crashes or hangs.
@@ -34,6 +34,7 @@ pub mod command;
 mod error;
 mod lower;
 mod pool;
+pub mod protocol;
 mod session;
 pub mod state;
 mod worker;
@@ -42,6 +43,7 @@ pub use command::{Command, Program};
 pub use error::{BridgeError, CallError};
 pub use lower::{Invalid, lower};
 pub use pool::{WorkerPool, default_workers};
+pub use protocol::{RefusalKind, Request};
 pub use session::{
     BooleanVolumes, Executed, KeptComparison, KeptSlot, MassProperties, Parameter, Preview, Renumbering, Session,
     Similarity, StepError, Tessellation, TriangleMesh,

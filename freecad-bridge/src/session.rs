@@ -5,11 +5,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::command::{Command, EntityId, Program};
 use crate::error::{BridgeError, CallError};
 use crate::lower::lower;
+use crate::protocol::{ExecuteReply, RefusalKind, Request};
 use crate::state::{BoundingBox, EntityMatch, Frame, ModelState};
 use crate::worker::{WorkerConfig, WorkerProcess};
 
@@ -161,8 +162,24 @@ fn translate_ids(value: &mut Value, m: &EntityMatch) -> Result<(), String> {
     }
 }
 
-/// A refusal from FreeCAD: reason and the entity it names.
-type Refusal = (String, Option<String>);
+/// A refusal from FreeCAD: its reason, the entity it names and its kind.
+#[derive(Debug)]
+struct Refusal {
+    reason: String,
+    entity: Option<String>,
+    kind: RefusalKind,
+}
+
+impl Refusal {
+    fn command(self, op: String) -> BridgeError {
+        BridgeError::Command { op, entity: self.entity, reason: self.reason, kind: self.kind }
+    }
+}
+
+/// A command refused before it reached FreeCAD (validation, lowering).
+fn invalid(op: String, i: crate::lower::Invalid) -> BridgeError {
+    BridgeError::Command { op, entity: i.entity, reason: i.reason, kind: RefusalKind::Other }
+}
 
 impl Session {
     /// Start a worker with an empty document.
@@ -202,7 +219,7 @@ impl Session {
     /// Ask FreeCAD for the entity table afresh (the session's copy is normally current; this
     /// is how to check that).
     pub fn query_state(&mut self) -> Result<ModelState, BridgeError> {
-        self.query(json!({"type": "state"}), "model state")
+        self.query(Request::State, "model state")
     }
 
     /// Process ID of the current worker (for diagnostics and tests).
@@ -218,19 +235,15 @@ impl Session {
     /// Execute one command. On failure the document is exactly as before.
     pub fn execute(&mut self, command: &Command) -> Result<Executed, BridgeError> {
         let op = command.op().to_string();
-        let lowered = lower(command, &self.state).map_err(|i| BridgeError::Command {
-            op: op.clone(),
-            entity: i.entity,
-            reason: i.reason,
-        })?;
-        let request = json!({"type": "execute", "command": lowered});
-        match self.call(request, true)? {
-            Ok(mut response) => {
-                let state = take_state(&mut response)?;
-                self.adopt(state);
-                serde_json::from_value(response).map_err(|e| protocol(format!("bad execute response: {e}")))
+        let lowered = lower(command, &self.state).map_err(|i| invalid(op.clone(), i))?;
+        match self.call(Request::Execute { command: lowered }, true)? {
+            Ok(response) => {
+                let reply: ExecuteReply =
+                    serde_json::from_value(response).map_err(|e| protocol(format!("bad execute response: {e}")))?;
+                self.adopt(reply.state);
+                Ok(Executed { feature: reply.feature, frame: reply.frame })
             }
-            Err((reason, entity)) => Err(BridgeError::Command { op, entity, reason }),
+            Err(refusal) => Err(refusal.command(op)),
         }
     }
 
@@ -250,6 +263,7 @@ impl Session {
             op: op.clone(),
             entity: None,
             reason,
+            kind: RefusalKind::Other,
         })?;
         let translated: Command = serde_json::from_value(value).map_err(|e| protocol(e.to_string()))?;
         if m.renumbers() {
@@ -270,9 +284,9 @@ impl Session {
     /// Every extrusion depth of the document (both sides of a two-sided extrusion, the
     /// total of a symmetric one).
     pub fn parameters(&mut self) -> Result<Vec<Parameter>, BridgeError> {
-        match self.call(json!({"type": "parameters"}), false)? {
+        match self.call(Request::Parameters, false)? {
             Ok(mut v) => serde_json::from_value(v["parameters"].take()).map_err(|e| protocol(e.to_string())),
-            Err((reason, _)) => Err(BridgeError::Parameters { reason }),
+            Err(refusal) => Err(BridgeError::Parameters { reason: refusal.reason }),
         }
     }
 
@@ -281,12 +295,12 @@ impl Session {
         if let Some((name, v)) = values.iter().find(|(_, v)| !(v.is_finite() && **v > 0.0)) {
             return Err(BridgeError::Parameters { reason: format!("{name} must be a positive number, got {v}") });
         }
-        match self.call(json!({"type": "set_parameters", "values": values}), true)? {
+        match self.call(Request::SetParameters { values: values.clone() }, true)? {
             Ok(response) => {
                 let state = serde_json::from_value(response).map_err(|e| protocol(e.to_string()))?;
                 Ok(self.adopt(state))
             }
-            Err((reason, _)) => Err(BridgeError::Parameters { reason }),
+            Err(refusal) => Err(BridgeError::Parameters { reason: refusal.reason }),
         }
     }
 
@@ -308,7 +322,7 @@ impl Session {
         if !absolute.is_file() {
             return Err(BridgeError::Load { path: text, reason: "no such file".into() });
         }
-        let request = json!({"type": "load", "path": absolute.to_string_lossy()});
+        let request = Request::Load { path: absolute.to_string_lossy().into_owned() };
         // A load replaces the document: what came before no longer matters for replay.
         let previous_log = std::mem::take(&mut self.log);
         match self.call(request, true)? {
@@ -316,27 +330,27 @@ impl Session {
                 let state = serde_json::from_value(response).map_err(|e| protocol(e.to_string()))?;
                 Ok(self.adopt(state))
             }
-            Err((reason, _)) => {
+            Err(refusal) => {
                 self.log = previous_log;
-                Err(BridgeError::Load { path: text, reason })
+                Err(BridgeError::Load { path: text, reason: refusal.reason })
             }
         }
     }
 
     /// Write the document as FCStd and/or the current solid as STEP.
     pub fn save(&mut self, fcstd: Option<&Path>, step: Option<&Path>) -> Result<(), BridgeError> {
-        let path_of = |p: Option<&Path>| -> Result<Value, BridgeError> {
-            match p {
-                None => Ok(Value::Null),
-                Some(p) => std::path::absolute(p)
-                    .map(|a| Value::String(a.to_string_lossy().into()))
-                    .map_err(|e| BridgeError::Save { path: p.display().to_string(), reason: e.to_string() }),
-            }
+        let path_of = |p: Option<&Path>| -> Result<Option<String>, BridgeError> {
+            p.map(|p| {
+                std::path::absolute(p)
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .map_err(|e| BridgeError::Save { path: p.display().to_string(), reason: e.to_string() })
+            })
+            .transpose()
         };
-        let request = json!({"type": "save", "fcstd": path_of(fcstd)?, "step": path_of(step)?});
+        let request = Request::Save { fcstd: path_of(fcstd)?, step: path_of(step)? };
         match self.call(request, false)? {
             Ok(_) => Ok(()),
-            Err((reason, _)) => {
+            Err(Refusal { reason, .. }) => {
                 let path =
                     [fcstd, step].into_iter().flatten().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
                 Err(BridgeError::Save { path, reason })
@@ -346,14 +360,13 @@ impl Session {
 
     /// Triangles per face and polylines per edge of the current shape.
     pub fn tessellate(&mut self, linear_deflection: f64, angular_deflection: f64) -> Result<Tessellation, BridgeError> {
-        let request = json!({"type": "tessellate", "linear_deflection": linear_deflection, "angular_deflection": angular_deflection});
-        self.query(request, "tessellation")
+        self.query(Request::Tessellate { linear_deflection, angular_deflection }, "tessellation")
     }
 
     /// Start over with an empty document.
     pub fn reset(&mut self) -> Result<&ModelState, BridgeError> {
         self.log.clear();
-        let state = self.query(json!({"type": "reset"}), "model state")?;
+        let state = self.query(Request::Reset, "model state")?;
         Ok(self.adopt(state))
     }
 
@@ -366,7 +379,7 @@ impl Session {
 
     /// Keep the worker busy for `duration` (diagnostics: exercises the call timeout).
     pub fn sleep_in_worker(&mut self, duration: Duration) -> Result<(), BridgeError> {
-        self.query::<serde::de::IgnoredAny>(json!({"type": "debug_sleep", "seconds": duration.as_secs_f64()}), "reply")
+        self.query::<serde::de::IgnoredAny>(Request::DebugSleep { seconds: duration.as_secs_f64() }, "reply")
             .map(|_| ())
     }
 
@@ -374,16 +387,11 @@ impl Session {
     /// material it adds and removes, tessellated. Fails like [`Session::execute`] would.
     pub fn preview(&mut self, command: &Command, linear_deflection: f64) -> Result<Preview, BridgeError> {
         let op = command.op().to_string();
-        let lowered = lower(command, &self.state).map_err(|i| BridgeError::Command {
-            op: op.clone(),
-            entity: i.entity,
-            reason: i.reason,
-        })?;
-        let request = json!({"type": "preview", "command": lowered,
-            "linear_deflection": linear_deflection, "angular_deflection": 0.3});
+        let lowered = lower(command, &self.state).map_err(|i| invalid(op.clone(), i))?;
+        let request = Request::Preview { command: lowered, linear_deflection, angular_deflection: 0.3 };
         match self.call(request, false)? {
             Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad preview: {e}"))),
-            Err((reason, entity)) => Err(BridgeError::Command { op, entity, reason }),
+            Err(refusal) => Err(refusal.command(op)),
         }
     }
 
@@ -391,28 +399,28 @@ impl Session {
     /// sketch coordinates are in. The document is unchanged.
     pub fn plane_frame(&mut self, on: &str) -> Result<Frame, BridgeError> {
         let op = "plane_frame".to_string();
-        crate::lower::need_support(on, &self.state).map_err(|i| BridgeError::Command {
-            op: op.clone(),
-            entity: i.entity,
-            reason: i.reason,
-        })?;
-        match self.call(json!({"type": "plane_frame", "on": on}), false)? {
+        crate::lower::need_support(on, &self.state).map_err(|i| invalid(op.clone(), i))?;
+        match self.call(Request::PlaneFrame { on: on.to_string() }, false)? {
             Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad frame: {e}"))),
-            Err((reason, entity)) => Err(BridgeError::Command { op, entity, reason }),
+            Err(refusal) => Err(refusal.command(op)),
         }
     }
 
     /// An unlogged request whose refusal is an error of the worker, its reply parsed as `T`.
-    fn query<T: serde::de::DeserializeOwned>(&mut self, request: Value, what: &str) -> Result<T, BridgeError> {
+    fn query<T: serde::de::DeserializeOwned>(&mut self, request: Request, what: &str) -> Result<T, BridgeError> {
         match self.call(request, false)? {
             Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad {what}: {e}"))),
-            Err((reason, entity)) => Err(BridgeError::Worker(CallError::Rejected { reason, entity })),
+            Err(Refusal { reason, entity, kind }) => {
+                Err(BridgeError::Worker(CallError::Rejected { reason, entity, kind }))
+            }
         }
     }
 
     /// Send one request. The outer error is a lost worker (already replaced, document
     /// rebuilt); the inner one is FreeCAD refusing the request.
-    fn call(&mut self, mut request: Value, logged: bool) -> Result<Result<Value, Refusal>, BridgeError> {
+    fn call(&mut self, request: Request, logged: bool) -> Result<Result<Value, Refusal>, BridgeError> {
+        let is_execute = matches!(request, Request::Execute { .. });
+        let mut request = request.to_value();
         if self.worker.is_none() {
             self.rebuild().map_err(BridgeError::Worker)?;
         }
@@ -420,7 +428,7 @@ impl Session {
         if let Some(m) = &self.id_map
             && let Err(reason) = translate_ids(&mut request, m)
         {
-            return Ok(Err((reason, None)));
+            return Ok(Err(Refusal { reason, entity: None, kind: RefusalKind::Other }));
         }
         let timeout = self.config.call_timeout;
         let Some(worker) = self.worker.as_mut() else {
@@ -429,12 +437,12 @@ impl Session {
         match worker.call(&request, timeout) {
             Ok(v) => {
                 if logged {
-                    let before = (request["type"] == "execute").then(|| self.worker_state.clone());
+                    let before = is_execute.then(|| self.worker_state.clone());
                     self.log.push(Logged { request, before });
                 }
                 Ok(Ok(v))
             }
-            Err(CallError::Rejected { reason, entity }) => Ok(Err((reason, entity))),
+            Err(CallError::Rejected { reason, entity, kind }) => Ok(Err(Refusal { reason, entity, kind })),
             Err(lost) => {
                 tracing::warn!("{lost}; replacing the worker and replaying {} requests", self.log.len());
                 self.worker = None;
@@ -509,7 +517,7 @@ impl Session {
                 CallError::Rejected { reason, .. } => CallError::Protocol(format!("replay diverged: {reason}")),
                 other => other,
             })?;
-            let next = if request["type"] == "execute" { response["state"].take() } else { response };
+            let next = if entry.before.is_some() { response["state"].take() } else { response };
             let next: ModelState = serde_json::from_value(next)
                 .map_err(|e| CallError::Protocol(format!("bad model state in the replay: {e}")))?;
             relogged.push(Logged { before: entry.before.as_ref().map(|_| current.clone()), request });
@@ -536,11 +544,6 @@ impl Session {
         self.worker = Some(worker);
         Ok(())
     }
-}
-
-fn take_state(response: &mut Value) -> Result<ModelState, BridgeError> {
-    let state = response.get_mut("state").map(Value::take).ok_or_else(|| protocol("response without state".into()))?;
-    serde_json::from_value(state).map_err(|e| protocol(format!("bad model state: {e}")))
 }
 
 fn protocol(message: String) -> BridgeError {
@@ -620,7 +623,7 @@ impl Session {
     /// [`Session::boolean_volumes`] and [`Session::mesh_shape`].
     pub fn measure(&mut self, brep: Option<&Path>) -> Result<MassProperties, BridgeError> {
         let brep = brep.map(absolute_text).transpose()?;
-        self.query(json!({"type": "measure", "brep": brep}), "mass properties")
+        self.query(Request::Measure { brep }, "mass properties")
     }
 
     /// Transform the shapes in two BREP files and return the volumes of each and of their
@@ -632,8 +635,12 @@ impl Session {
         b: &Path,
         transform_b: &Similarity,
     ) -> Result<BooleanVolumes, BridgeError> {
-        let request = json!({"type": "boolean_volumes", "a": absolute_text(a)?, "transform_a": transform_a,
-            "b": absolute_text(b)?, "transform_b": transform_b});
+        let request = Request::BooleanVolumes {
+            a: absolute_text(a)?,
+            transform_a: *transform_a,
+            b: absolute_text(b)?,
+            transform_b: *transform_b,
+        };
         self.query(request, "boolean volumes")
     }
 
@@ -646,8 +653,12 @@ impl Session {
         linear_deflection: f64,
         angular_deflection: f64,
     ) -> Result<TriangleMesh, BridgeError> {
-        let request = json!({"type": "mesh_shape", "path": absolute_text(brep)?, "transform": transform,
-            "linear_deflection": linear_deflection, "angular_deflection": angular_deflection});
+        let request = Request::MeshShape {
+            path: absolute_text(brep)?,
+            transform: *transform,
+            linear_deflection,
+            angular_deflection,
+        };
         self.query(request, "mesh")
     }
 }
@@ -690,8 +701,7 @@ impl Session {
         inertia: bool,
     ) -> Result<MassProperties, BridgeError> {
         let path = step.map(absolute_text).transpose()?;
-        let request = json!({"type": "keep_shape", "slot": slot, "path": path, "inertia": inertia});
-        self.query(request, "mass properties")
+        self.query(Request::KeepShape { slot, path, inertia }, "mass properties")
     }
 
     /// Transform the two kept shapes, mesh each with absolute deflections (in the
@@ -705,9 +715,13 @@ impl Session {
         angular_deflection: f64,
         booleans: bool,
     ) -> Result<KeptComparison, BridgeError> {
-        let request = json!({"type": "compare_kept", "transform_prediction": transform_prediction,
-            "transform_ground_truth": transform_ground_truth, "linear_deflection": linear_deflection,
-            "angular_deflection": angular_deflection, "booleans": booleans, "mesh": true});
+        let request = Request::CompareKept {
+            transform_prediction: *transform_prediction,
+            transform_ground_truth: *transform_ground_truth,
+            linear_deflection,
+            angular_deflection,
+            booleans,
+        };
         self.query(request, "comparison")
     }
 
@@ -718,9 +732,10 @@ impl Session {
         transform_prediction: &Similarity,
         transform_ground_truth: &Similarity,
     ) -> Result<KeptComparison, BridgeError> {
-        let request = json!({"type": "compare_kept", "transform_prediction": transform_prediction,
-            "transform_ground_truth": transform_ground_truth, "linear_deflection": 1.0,
-            "angular_deflection": 1.0, "booleans": true, "mesh": false});
+        let request = Request::IntersectKept {
+            transform_prediction: *transform_prediction,
+            transform_ground_truth: *transform_ground_truth,
+        };
         self.query(request, "comparison")
     }
 }
@@ -734,6 +749,7 @@ fn absolute_text(path: &Path) -> Result<String, BridgeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn ids_are_translated_and_an_ambiguous_one_is_refused_with_the_reason() {

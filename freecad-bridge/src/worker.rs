@@ -15,10 +15,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::CallError;
+use crate::protocol::Reply;
 
 const WORKER_SOURCE: &str = include_str!("../python/v2c_worker.py");
 const READY_PREFIX: &str = "ready ";
@@ -82,13 +82,6 @@ pub struct WorkerProcess {
     // Kept so the private FreeCAD home lives exactly as long as the worker.
     _home: tempfile::TempDir,
     pub freecad_version: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum Reply {
-    Ok(Value),
-    Err { reason: String, entity: Option<String> },
 }
 
 impl WorkerProcess {
@@ -168,7 +161,7 @@ impl WorkerProcess {
         let response = self.receive(timeout, &what)?;
         match serde_json::from_str::<Reply>(&response) {
             Ok(Reply::Ok(v)) => Ok(v),
-            Ok(Reply::Err { reason, entity }) => Err(CallError::Rejected { reason, entity }),
+            Ok(Reply::Err { reason, entity, kind }) => Err(CallError::Rejected { reason, entity, kind }),
             Err(e) => Err(CallError::Protocol(format!("bad response to {what}: {e}"))),
         }
     }

@@ -42,7 +42,7 @@ use freecad_bridge::command::{
     BodyChoice, Command, Extent, Extrude, Mode, Plane, PlaneRotation, Primitive, Rotations, Sketch,
 };
 use freecad_bridge::state::{FaceKind, Frame};
-use freecad_bridge::{BridgeError, Program, Session};
+use freecad_bridge::{BridgeError, Program, RefusalKind, Session};
 
 pub use cadquery::{CqError, Expr, Stmt, import_cadquery, import_cadquery_with, parse_cadquery};
 pub use deepcad::{Units, import_deepcad, import_deepcad_in};
@@ -295,17 +295,14 @@ enum Refusal {
 }
 
 fn refusal(error: &ImportError) -> Option<Refusal> {
-    let ImportError::Command { op, error: BridgeError::Command { reason, .. }, .. } = error else { return None };
+    let ImportError::Command { op, error: BridgeError::Command { kind, .. }, .. } = error else { return None };
     if op != "extrude" {
         return None;
     }
-    // The worker's wording (freecad-bridge's `_check_solid` and PartDesign's own message).
-    if reason.contains("added no material") || reason.contains("removed no material") {
-        Some(Refusal::NoEffect)
-    } else if reason.contains("multiple solids") || reason.contains("separate solids") {
-        Some(Refusal::Disconnected)
-    } else {
-        None
+    match kind {
+        RefusalKind::NoEffect => Some(Refusal::NoEffect),
+        RefusalKind::SeparateSolids => Some(Refusal::Disconnected),
+        RefusalKind::Other => None,
     }
 }
 
