@@ -1,9 +1,9 @@
-//! GERD generation, validation and export on a small generated set.
+//! `vision2cad gerd` on the command line: validate, export, generate (resuming, splits) and
+//! import (CadQuery and DeepCAD files, folders of them).
 
 mod common;
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use gerd::record::{RecordOptions, Split, part_dirs, read_part, write_index, write_part};
@@ -28,62 +28,6 @@ fn generate_with(root: &Path, seed: u64, count: usize, workers: usize) {
     );
     assert!(results.iter().all(Result::is_ok));
     write_index(root).expect("index");
-}
-
-/// Every file under `root`, relative, with its bytes.
-fn files(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out: Vec<_> = common::files_under(root)
-        .into_iter()
-        .map(|path| {
-            let bytes = std::fs::read(&path).expect("read");
-            (path.strip_prefix(root).expect("under root").to_path_buf(), bytes)
-        })
-        .collect();
-    out.sort();
-    out
-}
-
-#[test]
-fn generation_is_deterministic_covers_every_operation_and_validates() {
-    let a = tempfile::tempdir().expect("tempdir");
-    let b = tempfile::tempdir().expect("tempdir");
-    let count = gerd::generate::FAMILIES.len();
-    // Two runs, one and two workers: the bytes do not depend on which worker did what.
-    generate_with(a.path(), 11, count, 2);
-    generate_with(b.path(), 11, count, 1);
-    let (fa, fb) = (files(a.path()), files(b.path()));
-    assert_eq!(fa.len(), fb.len());
-    for ((pa, ba), (pb, bb)) in fa.iter().zip(&fb) {
-        assert_eq!(pa, pb);
-        assert!(ba == bb, "{} differs between two runs with the same seed", pa.display());
-    }
-
-    // One part per family, each valid, together using every operation.
-    let mut ops = BTreeSet::new();
-    let mut sources = BTreeSet::new();
-    let mut on_faces = 0;
-    let mut projected = 0;
-    let mut session = common::session();
-    for dir in part_dirs(a.path()).expect("parts") {
-        let record = read_part(&dir).expect("record");
-        sources.insert(record.source.clone());
-        assert!(record.final_summary.valid && record.final_summary.solids == 1, "{}", record.id);
-        assert!(record.ex10p.valid && record.ex10p.solids == 1, "{}", record.id);
-        for step in &record.steps {
-            ops.insert(step.command.op());
-            on_faces += step.references.iter().filter(|r| r.role == "support").count();
-            projected += step.references.iter().filter(|r| r.role == "projected").count();
-        }
-        let report = gerd::validate::validate_part(&mut session, &dir);
-        assert!(report.problems.is_empty(), "{}: {:?}", record.id, report.problems);
-        assert!(report.iou.is_some_and(|iou| iou >= 0.999));
-    }
-    assert_eq!(sources.len(), count, "one part per family: {sources:?}");
-    for op in ["sketch", "extrude", "revolve", "sweep", "loft", "fillet", "chamfer", "plane", "end"] {
-        assert!(ops.contains(op), "no generated part uses {op}: {ops:?}");
-    }
-    assert!(on_faces >= count, "sketches go on faces by ID ({on_faces})");
-    assert!(projected >= 2, "sketches tie geometry to projected edges ({projected})");
 }
 
 #[test]
@@ -246,4 +190,85 @@ fn imports_from_the_command_line_become_valid_records() {
     }
     let o = run(&["gerd", "validate", &s(&out)].map(String::from));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+/// A DeepCAD JSON file: a `side` x `side` square on XY extruded 1 up.
+fn deepcad_plate(side: f64) -> String {
+    let point = |x: f64, y: f64| serde_json::json!({"x": x, "y": y, "z": 0.0});
+    let corners = [[0.0, 0.0], [side, 0.0], [side, side], [0.0, side]];
+    let curves: Vec<serde_json::Value> = (0..4)
+        .map(|i| {
+            let (a, b) = (corners[i], corners[(i + 1) % 4]);
+            serde_json::json!({"type": "Line3D", "start_point": point(a[0], a[1]), "end_point": point(b[0], b[1]),
+                "curve": format!("a{i}")})
+        })
+        .collect();
+    let axis = |x: f64, y: f64, z: f64| serde_json::json!({"x": x, "y": y, "z": z});
+    serde_json::json!({
+        "entities": {
+            "s1": {"type": "Sketch",
+                "transform": {"origin": axis(0.0, 0.0, 0.0), "x_axis": axis(1.0, 0.0, 0.0),
+                    "y_axis": axis(0.0, 1.0, 0.0), "z_axis": axis(0.0, 0.0, 1.0)},
+                "profiles": {"p1": {"loops": [{"is_outer": true, "profile_curves": curves}]}}},
+            "e1": {"type": "ExtrudeFeature", "extent_type": "OneSideFeatureExtentType",
+                "operation": "NewBodyFeatureOperation",
+                "extent_one": {"distance": {"value": 1.0}}, "extent_two": {"distance": {"value": 0.0}},
+                "start_extent": {"type": "ProfilePlaneStartDefinition"},
+                "profiles": [{"sketch": "s1", "profile": "p1"}]}
+        },
+        "sequence": [{"index": 0, "type": "Sketch", "entity": "s1"}, {"index": 1, "type": "ExtrudeFeature", "entity": "e1"}]
+    })
+    .to_string()
+}
+
+#[test]
+fn a_folder_of_deepcad_files_imports_in_parallel_with_a_report_and_resumes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("deepcad");
+    std::fs::create_dir_all(src.join("0000")).expect("mkdir");
+    std::fs::create_dir_all(src.join("0001")).expect("mkdir");
+    std::fs::write(src.join("0000/00000001.json"), deepcad_plate(2.0)).expect("write");
+    std::fs::write(src.join("0000/00000002.json"), deepcad_plate(3.0)).expect("write");
+    std::fs::write(
+        src.join("0001/00000003.json"),
+        "{\"entities\": {}, \"sequence\": [{\"index\": 0, \"type\": \"Sketch\", \"entity\": \"gone\"}]}",
+    )
+    .expect("write");
+    let out = dir.path().join("gerd");
+    let run = |path: &std::path::Path| {
+        std::process::Command::new(common::binary())
+            .args(["gerd", "import", "deepcad"])
+            .arg(path)
+            .arg("--out")
+            .arg(&out)
+            .args(["--workers", "2"])
+            .output()
+            .expect("runs")
+    };
+    let first = run(&src);
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{stderr}");
+    assert!(stderr.contains("imported 2 of 3 files"), "{stderr}");
+    assert!(stderr.contains("1  DeepCAD JSON: the sequence names gone"), "a summary by reason: {stderr}");
+    let report: Vec<serde_json::Value> = std::fs::read_to_string(out.join("import-report.jsonl"))
+        .expect("report")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    assert_eq!(report.len(), 3);
+    assert_eq!(report[0]["file"], "0000/00000001.json");
+    assert_eq!(report[2]["status"], "failed");
+    assert!(report[2]["reason"].as_str().expect("reason").contains("gone"));
+    let record = gerd::record::read_part(&out.join("parts/00000002")).expect("imported part");
+    assert!(record.provenance.contains("DeepCAD JSON 0000/00000002.json"), "{}", record.provenance);
+    assert!(!record.provenance.contains(&dir.path().display().to_string()), "no absolute paths in provenance");
+    assert!(out.join("index.jsonl").is_file());
+
+    // A list of files, relative to the list: the imported ones are not imported again.
+    let list = dir.path().join("list.txt");
+    std::fs::write(&list, "deepcad/0000/00000001.json\n# a comment\ndeepcad/0000/00000002.json\n").expect("write");
+    let again = run(&list);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(stderr.contains("resuming: 2 of 2 files already imported"), "{stderr}");
 }

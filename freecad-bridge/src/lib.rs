@@ -37,6 +37,7 @@ mod pool;
 pub mod protocol;
 mod session;
 pub mod state;
+pub mod testing;
 mod worker;
 
 pub use command::{Command, Program};

@@ -1,12 +1,10 @@
 //! The views the VLM sees, rendered from real FreeCAD models: golden images within a pixel
 //! tolerance, label placement rules of the tagged views, exact sketch-view maps, previews.
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::{example, session};
 use freecad_bridge::command::{EntityId, EntityKind};
+use freecad_bridge::testing::{example, session};
 use freecad_bridge::{ModelState, Session};
 use image::RgbImage;
 use views::labels::{Rect, intersects};
@@ -41,7 +39,7 @@ fn build(s: &mut Session, name: &str) -> Scene {
 }
 
 fn golden_path(name: &str) -> PathBuf {
-    common::repo_root().join("agent/tests/golden").join(format!("{name}.png"))
+    freecad_bridge::testing::repo_root().join("views/tests/golden").join(format!("{name}.png"))
 }
 
 /// Images match when few pixels differ noticeably: kernels and fonts may move an edge by a
@@ -212,7 +210,7 @@ fn tagged_views_of_several_bodies_label_each_body_with_its_own_ids() {
 
 #[test]
 fn tagged_views_of_real_parts_keep_the_rules() {
-    let data = common::data_dir();
+    let data = freecad_bridge::testing::data_dir();
     let Some(steps) = data.map(|d| d.join("cadcoder-test100/steps")).filter(|d| d.is_dir()) else {
         eprintln!("skipping: ../shared/data/cadcoder-test100/steps not found (set VISION2CAD_DATA)");
         return;
@@ -321,7 +319,7 @@ fn previews_show_added_and_removed_material_and_change_nothing() {
 
     // An additive candidate: green, and beside the target image when one is given.
     s.reset().expect("reset");
-    let boss = common::program(
+    let boss = freecad_bridge::testing::program(
         r#"{"commands": [
         {"op": "sketch", "name": "S1", "on": "XY", "primitives": [{"type": "circle", "center": [0, 0], "radius": 10}]},
         {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": 3}},

@@ -1,9 +1,7 @@
 //! Bad commands are refused with a reason a model can act on, and leave the document
 //! exactly as it was.
 
-mod common;
-
-use common::{example, program, session};
+use freecad_bridge::testing::{example, program, session};
 use freecad_bridge::{BridgeError, Command, ModelState, Session};
 
 fn command(json: &str) -> Command {

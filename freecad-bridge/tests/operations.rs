@@ -1,11 +1,9 @@
 //! Every example program executed in FreeCAD, checked against volumes and face counts
 //! worked out by hand, before and after every extrusion depth is multiplied by 1.1.
 
-mod common;
-
 use std::f64::consts::PI;
 
-use common::{assert_close, example, session};
+use freecad_bridge::testing::{assert_close, example, session};
 
 struct Expected {
     name: &'static str,
@@ -117,7 +115,7 @@ fn expectations() -> Vec<Expected> {
 
 #[test]
 fn every_example_program_is_covered() {
-    let mut files: Vec<String> = std::fs::read_dir(common::repo_root().join("assets/programs"))
+    let mut files: Vec<String> = std::fs::read_dir(freecad_bridge::testing::repo_root().join("assets/programs"))
         .expect("assets/programs")
         .filter_map(|e| e.ok()?.path().file_stem()?.to_str().map(String::from))
         .collect();
@@ -174,7 +172,7 @@ fn a_sketch_on_an_inclined_plane_lies_in_that_plane() {
 #[test]
 fn a_plane_inclined_about_an_edge_turns_about_that_edge() {
     let mut s = session();
-    let p = common::program(
+    let p = freecad_bridge::testing::program(
         r#"{"commands": [
         {"op": "sketch", "name": "S1", "on": "XY", "primitives": [
             {"type": "line", "start": [0, 0], "end": [20, 0]}, {"type": "line", "start": [20, 0], "end": [20, 10]},
@@ -272,7 +270,7 @@ fn tessellation_comes_back_as_flat_arrays_per_face_and_edge() {
 #[test]
 fn a_plane_can_take_any_frame_from_an_origin_and_a_chain_of_rotations() {
     let mut s = session();
-    let p = common::program(
+    let p = freecad_bridge::testing::program(
         r#"{"commands": [
         {"op": "plane", "name": "P1", "on": "XY", "at": [3, 4], "offset": 5,
          "rotation": [{"axis": "z", "angle": 90}, {"axis": "x", "angle": 30}]}
@@ -369,20 +367,4 @@ fn entity_tables_keep_the_precision_of_a_small_model() {
     let top = state.faces.iter().find(|f| f.centroid[2] > h / 2.0).expect("top face");
     assert!(relative(top.area, a * b) < 1e-9, "top face area {}", top.area);
     assert!(relative(top.centroid[0], a / 2.0) < 1e-9, "centroid {:?}", top.centroid);
-}
-
-#[test]
-fn selectors_name_entities_of_every_body_by_their_ids() {
-    let mut s = session();
-    s.execute_program(&example("two_bodies")).expect("two bodies");
-    let state = s.state().clone();
-    // The cylinder's side is the only cylindrical face whose axis is vertical and that
-    // is not the hole's: the highest one in +X.
-    let side = vision2cad::selectors::resolve("face cylindrical highest +X", &state).expect("resolves");
-    assert_eq!(side, ["B2.F1"], "selectors answer with the state's own IDs");
-    for id in ["B2.F1", "B2.E2", "F6", "E1"] {
-        let selector = vision2cad::selectors::find(&state, id).unwrap_or_else(|| panic!("a selector for {id}"));
-        let back = vision2cad::selectors::resolve(&selector, &state).expect("resolves");
-        assert_eq!(back, [id], "{selector}");
-    }
 }

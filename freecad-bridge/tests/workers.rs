@@ -1,10 +1,8 @@
 //! Workers that die or hang are replaced and their documents rebuilt from the command log.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{assert_close, example, session};
+use freecad_bridge::testing::{assert_close, example, session};
 use freecad_bridge::{BridgeError, CallError, Session, WorkerPool};
 
 fn sigkill(pid: u32) {
@@ -55,7 +53,7 @@ fn parameter_edits_survive_a_worker_crash() {
 
 #[test]
 fn a_hanging_worker_hits_its_timeout_and_is_replaced() {
-    let config = common::config().with_call_timeout(Duration::from_secs(3));
+    let config = freecad_bridge::testing::config().with_call_timeout(Duration::from_secs(3));
     let mut s = Session::new(config).expect("worker");
     s.execute_program(&example("box")).expect("box");
     let pid = s.worker_pid();
@@ -72,7 +70,7 @@ fn a_hanging_worker_hits_its_timeout_and_is_replaced() {
 fn a_pool_runs_programs_in_parallel_and_recycles_workers() {
     let names = ["box", "fillet_box", "flange_revolve", "loft_frustum", "pipe_sweep"];
     let programs: Vec<_> = names.iter().map(|n| example(n)).collect();
-    let pool = WorkerPool::new(common::config(), 2).with_recycle_after(2);
+    let pool = WorkerPool::new(freecad_bridge::testing::config(), 2).with_recycle_after(2);
     let done = std::sync::atomic::AtomicUsize::new(0);
     let results = pool.map(
         &programs,
@@ -170,7 +168,7 @@ fn a_command_recorded_against_another_numbering_is_matched_by_geometry() {
     let mut doubled = s.state().clone();
     let copy = doubled.faces[0].clone();
     doubled.faces.push(freecad_bridge::state::Face { id: format!("F{}", doubled.faces.len() + 1), ..copy });
-    let sketch = common::program(
+    let sketch = freecad_bridge::testing::program(
         r#"{"commands": [{"op": "sketch", "name": "S9", "on": "F1", "primitives": [{"type": "circle", "center": [0, 0], "radius": 1}]}]}"#,
     );
     let err = s.execute_recorded(&sketch.commands[0], &doubled).expect_err("ambiguous");

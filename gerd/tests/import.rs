@@ -1,8 +1,6 @@
 //! The GERD importers against a real FreeCAD: CadQuery snippets whose volume and bounding box
 //! are known by hand, the test100 programs, and the DeepCAD fixture.
 
-mod common;
-
 use std::f64::consts::PI;
 use std::time::Instant;
 
@@ -54,7 +52,7 @@ const PLATE: &str = "loop0 = wp0.moveTo(0.0, 0.0).lineTo(4.0, 0.0).lineTo(4.0, 4
 
 #[test]
 fn cadquery_snippets_build_what_cadquery_builds() {
-    let mut session = common::session();
+    let mut session = freecad_bridge::testing::session();
 
     // A rectangle on an offset plane: no face or base plane holds it, so a construction plane.
     let code = format!(
@@ -135,7 +133,7 @@ fn cadquery_snippets_build_what_cadquery_builds() {
 
 #[test]
 fn cadquery_planes_with_odd_origins_and_x_directions_are_reproduced() {
-    let mut session = common::session();
+    let mut session = freecad_bridge::testing::session();
     // Normal tilted 30 degrees about x, x direction turned 20 degrees within the plane.
     let (t, f) = (30f64.to_radians(), 20f64.to_radians());
     let normal = [0.0, -t.sin(), t.cos()];
@@ -166,7 +164,7 @@ fn cadquery_planes_with_odd_origins_and_x_directions_are_reproduced() {
 
 #[test]
 fn cadquery_errors_name_the_construct() {
-    let mut session = common::session();
+    let mut session = freecad_bridge::testing::session();
     let code =
         format!("{HEADER}{}r = wp0.rect(1.0, 2.0)\n", workplane("wp0", [0.0; 3], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]));
     let err = import_cadquery(&code, &mut session).expect_err("rect is outside the subset");
@@ -176,7 +174,7 @@ fn cadquery_errors_name_the_construct() {
 
 #[test]
 fn test100_programs_import_with_one_solid_per_body() {
-    let Some(data) = common::data_dir() else {
+    let Some(data) = freecad_bridge::testing::data_dir() else {
         println!("skipped: no test data (set VISION2CAD_DATA or provide ../shared/data)");
         return;
     };
@@ -185,7 +183,7 @@ fn test100_programs_import_with_one_solid_per_body() {
         println!("skipped: {} is missing", path.display());
         return;
     };
-    let mut session = common::session();
+    let mut session = freecad_bridge::testing::session();
     let started = Instant::now();
     let (mut imported, mut several, mut failed) = (0, 0, Vec::new());
     for (i, line) in text.lines().enumerate() {
@@ -216,7 +214,7 @@ const MIN_TEST100_IMPORTED: usize = 99;
 
 #[test]
 fn deepcad_fixture_imports_as_one_solid() {
-    let Some(data) = common::data_dir() else {
+    let Some(data) = freecad_bridge::testing::data_dir() else {
         println!("skipped: no test data (set VISION2CAD_DATA or provide ../shared/data)");
         return;
     };
@@ -225,7 +223,7 @@ fn deepcad_fixture_imports_as_one_solid() {
         println!("skipped: {} is missing", path.display());
         return;
     };
-    let mut session = common::session();
+    let mut session = freecad_bridge::testing::session();
     let imported = import_deepcad(&json, &mut session).unwrap_or_else(|e| panic!("{e}"));
     let state = session.state();
     assert!(state.valid && state.solids == 1 && state.volume > 0.0);
@@ -284,7 +282,7 @@ fn deepcad(entities: &[(&str, serde_json::Value)]) -> String {
 
 #[test]
 fn deepcad_extents_operations_and_shared_profile_curves() {
-    let mut session = common::session();
+    let mut session = freecad_bridge::testing::session();
     let square = |x0: f64, y0: f64, s: f64| [[x0, y0], [x0 + s, y0], [x0 + s, y0 + s], [x0, y0 + s]];
     // Two sides from z = 1: 2 along the sketch's z axis and 1 against it, so z in [0, 3].
     // Then a cut from z = 3 along a z axis pointing down: local y = z x x = -y, so the
@@ -369,78 +367,9 @@ fn deepcad_extents_operations_and_shared_profile_curves() {
 }
 
 /// A square plate of side `side` and height 1, as a DeepCAD JSON file.
-fn deepcad_plate(side: f64) -> String {
-    let square = [[0.0, 0.0], [side, 0.0], [side, side], [0.0, side]];
-    deepcad(&[
-        (
-            "s1",
-            sketch(
-                [0.0, 0.0, 0.0],
-                [1.0, 0.0, 0.0],
-                [0.0, 1.0, 0.0],
-                [0.0, 0.0, 1.0],
-                serde_json::json!({"p1": {"loops": [{"is_outer": true, "profile_curves": polygon(&square, "a")}]}}),
-            ),
-        ),
-        ("e1", extrude("OneSideFeatureExtentType", 1.0, 0.0, "NewBodyFeatureOperation", &[("s1", "p1")])),
-    ])
-}
-
-#[test]
-fn a_folder_of_deepcad_files_imports_in_parallel_with_a_report_and_resumes() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let src = dir.path().join("deepcad");
-    std::fs::create_dir_all(src.join("0000")).expect("mkdir");
-    std::fs::create_dir_all(src.join("0001")).expect("mkdir");
-    std::fs::write(src.join("0000/00000001.json"), deepcad_plate(2.0)).expect("write");
-    std::fs::write(src.join("0000/00000002.json"), deepcad_plate(3.0)).expect("write");
-    std::fs::write(
-        src.join("0001/00000003.json"),
-        "{\"entities\": {}, \"sequence\": [{\"index\": 0, \"type\": \"Sketch\", \"entity\": \"gone\"}]}",
-    )
-    .expect("write");
-    let out = dir.path().join("gerd");
-    let run = |path: &std::path::Path| {
-        std::process::Command::new(common::binary())
-            .args(["gerd", "import", "deepcad"])
-            .arg(path)
-            .arg("--out")
-            .arg(&out)
-            .args(["--workers", "2"])
-            .output()
-            .expect("runs")
-    };
-    let first = run(&src);
-    let stderr = String::from_utf8_lossy(&first.stderr);
-    assert!(first.status.success(), "{stderr}");
-    assert!(stderr.contains("imported 2 of 3 files"), "{stderr}");
-    assert!(stderr.contains("1  DeepCAD JSON: the sequence names gone"), "a summary by reason: {stderr}");
-    let report: Vec<serde_json::Value> = std::fs::read_to_string(out.join("import-report.jsonl"))
-        .expect("report")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("json line"))
-        .collect();
-    assert_eq!(report.len(), 3);
-    assert_eq!(report[0]["file"], "0000/00000001.json");
-    assert_eq!(report[2]["status"], "failed");
-    assert!(report[2]["reason"].as_str().expect("reason").contains("gone"));
-    let record = gerd::record::read_part(&out.join("parts/00000002")).expect("imported part");
-    assert!(record.provenance.contains("DeepCAD JSON 0000/00000002.json"), "{}", record.provenance);
-    assert!(!record.provenance.contains(&dir.path().display().to_string()), "no absolute paths in provenance");
-    assert!(out.join("index.jsonl").is_file());
-
-    // A list of files, relative to the list: the imported ones are not imported again.
-    let list = dir.path().join("list.txt");
-    std::fs::write(&list, "deepcad/0000/00000001.json\n# a comment\ndeepcad/0000/00000002.json\n").expect("write");
-    let again = run(&list);
-    let stderr = String::from_utf8_lossy(&again.stderr);
-    assert!(again.status.success(), "{stderr}");
-    assert!(stderr.contains("resuming: 2 of 2 files already imported"), "{stderr}");
-}
-
 #[test]
 fn deepcad_records_that_add_no_geometry_are_skipped_with_a_note() {
-    let mut session = common::session();
+    let mut session = freecad_bridge::testing::session();
     let square = [[0.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.0, 2.0]];
     let plate = sketch(
         [0.0, 0.0, 0.0],
@@ -466,7 +395,7 @@ fn deepcad_records_that_add_no_geometry_are_skipped_with_a_note() {
 
 #[test]
 fn deepcad_files_in_metres_import_in_millimetres_and_say_so() {
-    let mut session = common::session();
+    let mut session = freecad_bridge::testing::session();
     // A 2 mm x 3 mm plate, 0.5 mm thick, written in metres as DeepCAD's raw files are.
     let square = [[0.0, 0.0], [0.002, 0.0], [0.002, 0.003], [0.0, 0.003]];
     let json = deepcad(&[
@@ -498,7 +427,7 @@ fn deepcad_files_in_metres_import_in_millimetres_and_say_so() {
 
 #[test]
 fn deepcad_nesting_is_read_from_the_geometry_not_the_flags() {
-    let mut session = common::session();
+    let mut session = freecad_bridge::testing::session();
     // A 4 x 4 plate whose edges are listed in mixed directions, and a hole of radius 1 that
     // the file flags as an outer loop too.
     let edges = vec![
@@ -532,7 +461,7 @@ fn deepcad_nesting_is_read_from_the_geometry_not_the_flags() {
 
 #[test]
 fn deepcad_separate_solids_import_as_bodies_and_a_later_cut_reaches_each() {
-    let mut session = common::session();
+    let mut session = freecad_bridge::testing::session();
     let square = |x0: f64, s: f64| [[x0, 0.0], [x0 + s, 0.0], [x0 + s, s], [x0, s]];
     // Two 2 x 2 x 1 plates 3 apart, joined in one part; then a 1 x 1 slot cut from the top,
     // 0.5 deep, across the gap, so it bites 0.5 x 1 x 0.5 out of each plate.
@@ -578,7 +507,7 @@ fn deepcad_separate_solids_import_as_bodies_and_a_later_cut_reaches_each() {
 
 #[test]
 fn deepcad_one_extrusion_of_two_separate_profiles_makes_two_bodies() {
-    let mut session = common::session();
+    let mut session = freecad_bridge::testing::session();
     let square = |x0: f64, s: f64| [[x0, 0.0], [x0 + s, 0.0], [x0 + s, s], [x0, s]];
     // One sketch, two profiles far apart (the second a square with a round hole), both
     // extruded by one feature: two solids at once, which no single pad may make.
@@ -605,7 +534,7 @@ fn deepcad_one_extrusion_of_two_separate_profiles_makes_two_bodies() {
 
 #[test]
 fn deepcad_offset_starts_and_sketch_lines_split_between_profiles() {
-    let mut session = common::session();
+    let mut session = freecad_bridge::testing::session();
     // A 5 x 4 plate, then two slots cut together from its top: rectangles y in [0, 1] and
     // [3, 4] whose left sides are pieces of one sketch line (one curve id, "left"), so
     // only geometry tells whether two profiles share a curve.
@@ -664,7 +593,7 @@ fn deepcad_offset_starts_and_sketch_lines_split_between_profiles() {
 
 #[test]
 fn deepcad_profiles_whose_outlines_overlap_are_extruded_one_by_one() {
-    let mut session = common::session();
+    let mut session = freecad_bridge::testing::session();
     // A disk (a full circle) and the region right of it up to x = 2, bounded by the circle's
     // right half as an arc: merged, the circle overlaps the arc and no face can be made.
     let circle = serde_json::json!({"type": "Circle3D", "curve": "c",

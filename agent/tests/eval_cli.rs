@@ -1,0 +1,188 @@
+//! `vision2cad eval` and `bench eval` on the command line: the table, the JSON, exit codes,
+//! determinism across runs and worker counts, and agreement with the Python reference.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{binary, example_path, repo_root};
+use serde_json::Value;
+
+fn write_program(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, text).expect("write program");
+    path
+}
+
+fn cli(args: &[&str]) -> Output {
+    Command::new(binary()).arg("eval").args(args).env_remove("VISION2CAD_LOG").output().expect("vision2cad runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Three ground-truth programs and predictions for two of them.
+fn sample_dirs(root: &Path) -> (PathBuf, PathBuf) {
+    let (pred, gt) = (root.join("pred"), root.join("gt"));
+    for d in [&pred, &gt] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    for (name, example) in [("a", "box"), ("b", "flange_revolve"), ("c", "chamfer_box")] {
+        std::fs::copy(example_path(example), gt.join(format!("{name}.json"))).expect("copy");
+    }
+    std::fs::copy(example_path("fillet_box"), pred.join("a.json")).expect("copy");
+    std::fs::copy(example_path("flange_revolve"), pred.join("b.json")).expect("copy");
+    (pred, gt)
+}
+
+#[test]
+fn the_cli_prints_the_table_writes_json_and_counts_a_missing_prediction_as_not_compiled() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (pred, gt) = sample_dirs(dir.path());
+    let json = dir.path().join("report.json");
+    let jsonl = dir.path().join("samples.jsonl");
+    let o = cli(&[
+        "--pred",
+        pred.to_str().expect("path"),
+        "--gt",
+        gt.to_str().expect("path"),
+        "--json",
+        json.to_str().expect("path"),
+        "--jsonl",
+        jsonl.to_str().expect("path"),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let table = text(&o.stdout);
+    for needle in [
+        "protocol       static",
+        "normalisation  unit-cube",
+        "N = 8192",
+        "FNV-1a",
+        "exact 2, voxel 0",
+        "3 (2 compiled)",
+        "CR",
+        "mIoU",
+        "CD mean",
+        "CD median",
+        "HD95",
+    ] {
+        assert!(table.contains(needle), "{needle:?} missing from\n{table}");
+    }
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("JSON");
+    for key in ["cr", "miou", "cd_mean", "cd_median", "hd", "hd95", "n", "n_compiled", "samples"] {
+        assert!(report.get(key).is_some(), "{key} missing");
+    }
+    assert_eq!((report["n"].as_u64(), report["n_compiled"].as_u64()), (Some(3), Some(2)));
+    let samples = report["samples"].as_array().expect("samples");
+    for key in
+        ["id", "compiled", "iou", "cd", "hd", "hd95", "iou_method", "watertight", "components", "bbox_ok", "volume_ok"]
+    {
+        assert!(samples[0].get(key).is_some(), "sample key {key} missing");
+    }
+    assert_eq!(samples[1]["id"], "b");
+    assert!((samples[1]["iou"].as_f64().expect("iou") - 1.0).abs() < 1e-9);
+    assert_eq!((samples[2]["id"].as_str(), samples[2]["compiled"].as_bool()), (Some("c"), Some(false)));
+    assert!(samples[2]["reason"].as_str().is_some_and(|r| r.contains("no prediction")), "{}", samples[2]);
+    assert!(samples[2]["iou"].is_null());
+    let lines = std::fs::read_to_string(&jsonl).expect("jsonl");
+    assert_eq!(lines.lines().count(), 3);
+    let first: Value = serde_json::from_str(lines.lines().next().expect("line")).expect("JSON line");
+    assert_eq!(first, samples[0]);
+
+    // A prediction file that is not a model at all: not compiled, with the kernel's reason.
+    let broken = dir.path().join("broken.step");
+    std::fs::write(&broken, "not a STEP file").expect("write");
+    let o = cli(&["--pred", broken.to_str().expect("path"), "--gt", example_path("box").to_str().expect("path")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("1 (0 compiled)"), "{}", text(&o.stdout));
+}
+
+#[test]
+fn a_missing_ground_truth_exits_1_naming_it() {
+    let o = cli(&["--pred", example_path("box").to_str().expect("path"), "--gt", "/nonexistent/truth.step"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("/nonexistent/truth.step"), "{}", text(&o.stderr));
+    let o = cli(&["--pred", "x", "--gt", "y", "--protocol", "edit11"]);
+    assert_eq!(o.status.code(), Some(2), "a bad protocol is a usage error");
+}
+
+#[test]
+fn reports_are_identical_across_runs_and_worker_counts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (pred, gt) = sample_dirs(dir.path());
+    let run = |workers: &str, name: &str| -> String {
+        let out = dir.path().join(name);
+        let o = cli(&[
+            "--pred",
+            pred.to_str().expect("path"),
+            "--gt",
+            gt.to_str().expect("path"),
+            "--normalize",
+            "inertia",
+            "--workers",
+            workers,
+            "--json",
+            out.to_str().expect("path"),
+        ]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        std::fs::read_to_string(out).expect("json")
+    };
+    let first = run("1", "one.json");
+    assert_eq!(first, run("1", "again.json"), "two runs");
+    assert_eq!(first, run("2", "two.json"), "1 against 2 workers");
+}
+
+#[test]
+fn bench_against_python_runs_both_pipelines_on_the_same_pairs_and_they_agree() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (pred, gt) = (dir.path().join("pred"), dir.path().join("gt"));
+    for d in [&pred, &gt] {
+        std::fs::create_dir(d).expect("dir");
+    }
+    // Two parts, each scored against a slightly different version of itself.
+    for (name, from, to) in [("plate", r#""depth":2}"#, r#""depth":3}"#), ("flange", "", "")] {
+        let program = example_path(if name == "plate" { "plate_counterbore" } else { "flange_revolve" });
+        let text = std::fs::read_to_string(&program).expect("read");
+        let variant = if from.is_empty() { text.clone() } else { text.replace(from, to) };
+        for (side, text) in [(&gt, text), (&pred, variant)] {
+            let source = write_program(dir.path(), &format!("{name}-source"), &text);
+            let out = dir.path().join(format!("{name}-out"));
+            let o = Command::new(binary())
+                .args(["exec", source.to_str().expect("path"), "--out", out.to_str().expect("path")])
+                .output()
+                .expect("exec runs");
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            std::fs::copy(out.join("model.step"), side.join(format!("{name}.step"))).expect("copy");
+            std::fs::remove_dir_all(&out).expect("clean");
+        }
+    }
+    let json = dir.path().join("bench.json");
+    let o = Command::new(binary())
+        .current_dir(repo_root())
+        .args(["bench", "eval", "--against-python", "--rounds", "1", "--workers", "1"])
+        .arg("--pred")
+        .arg(&pred)
+        .arg("--gt")
+        .arg(&gt)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("bench runs");
+    assert!(o.status.success(), "{}\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let figures: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).expect("json")).expect("parse");
+    assert_eq!(figures["pairs"], 2);
+    let variants: Vec<&str> =
+        figures["whole_run"].as_array().expect("rows").iter().filter_map(|r| r["variant"].as_str()).collect();
+    assert_eq!(variants, ["python", "vision2cad"]);
+    // The same IoU from both (the plates differ, so it is not trivially 1 on both sides).
+    assert_eq!(figures["agreement"]["pairs"], 2);
+    let diff = figures["agreement"]["max_iou_difference"].as_f64().expect("difference");
+    assert!(diff < 1e-6, "IoU differs by {diff}");
+    let stages = figures["stages_ms_per_pair"].as_array().expect("stages");
+    assert!(
+        stages.iter().any(|s| s["stage"] == "exact booleans" && s["vision2cad_ms"].as_f64() > Some(0.0)),
+        "{stages:?}"
+    );
+}
