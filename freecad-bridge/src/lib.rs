@@ -32,6 +32,7 @@
 pub mod codebox;
 pub mod command;
 mod error;
+pub mod geometry;
 mod lower;
 mod pool;
 pub mod protocol;

@@ -14,6 +14,7 @@ use crate::command::{
     Command, Constraint, CurveRef, EntityId, EntityKind, Extent, Plane, PointPos, PointRef, Primitive, Revolve, Sketch,
     SweepPath, body_number,
 };
+use crate::geometry::{circumcircle, distance_2d};
 use crate::state::{EdgeKind, FaceKind, ModelState, PLANE_TYPE, SKETCH_TYPE};
 
 /// Why a command was refused before it reached FreeCAD.
@@ -324,7 +325,7 @@ fn lower_primitive(i: usize, p: &Primitive) -> Result<Lowered, Invalid> {
     match p {
         Primitive::Line { start, end, construction } => {
             finite(&format!("primitive {label} coordinates"), &[start[0], start[1], end[0], end[1]])?;
-            if dist(*start, *end) < 1e-9 {
+            if distance_2d(*start, *end) < 1e-9 {
                 return Err(degenerate("a line needs two distinct points"));
             }
             Ok(Lowered {
@@ -390,22 +391,6 @@ fn lower_primitive(i: usize, p: &Primitive) -> Result<Lowered, Invalid> {
             })
         }
     }
-}
-
-fn dist(a: [f64; 2], b: [f64; 2]) -> f64 {
-    (a[0] - b[0]).hypot(a[1] - b[1])
-}
-
-fn circumcircle(a: [f64; 2], b: [f64; 2], c: [f64; 2]) -> Option<([f64; 2], f64)> {
-    let d = 2.0 * (a[0] * (b[1] - c[1]) + b[0] * (c[1] - a[1]) + c[0] * (a[1] - b[1]));
-    let scale = dist(a, b).max(dist(b, c)).max(dist(a, c));
-    if scale < 1e-12 || d.abs() < 1e-12 * scale * scale {
-        return None;
-    }
-    let sq = |p: [f64; 2]| p[0] * p[0] + p[1] * p[1];
-    let ux = (sq(a) * (b[1] - c[1]) + sq(b) * (c[1] - a[1]) + sq(c) * (a[1] - b[1])) / d;
-    let uy = (sq(a) * (c[0] - b[0]) + sq(b) * (a[0] - c[0]) + sq(c) * (b[0] - a[0])) / d;
-    Some(([ux, uy], dist([ux, uy], a)))
 }
 
 /// A Sketcher geometry argument: own index, external reference (resolved by the worker), axis.
@@ -616,7 +601,7 @@ fn auto_coincident(prims: &[Lowered], tied: &[(usize, i64, usize, i64)]) -> Vec<
     let mut out = Vec::new();
     for a in 0..points.len() {
         for b in (a + 1)..points.len() {
-            if points[a].0 == points[b].0 || dist(points[a].2, points[b].2) > tolerance {
+            if points[a].0 == points[b].0 || distance_2d(points[a].2, points[b].2) > tolerance {
                 continue;
             }
             let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));

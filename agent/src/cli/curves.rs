@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use vision2cad::batch::{ProtocolSummary, RunResults};
 
-use crate::cli::exec::write_atomic;
+use crate::cli::files::write_atomic;
 
 const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSansCondensed-Bold.ttf");
 

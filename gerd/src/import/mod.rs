@@ -90,41 +90,9 @@ pub enum ImportError {
 
 // ------------------------------------------------------------------------ shared geometry
 
-pub(crate) type V3 = [f64; 3];
-
-pub(crate) fn add(a: V3, b: V3) -> V3 {
-    [a[0] + b[0], a[1] + b[1], a[2] + b[2]]
-}
-pub(crate) fn sub(a: V3, b: V3) -> V3 {
-    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
-}
-pub(crate) fn scale(a: V3, s: f64) -> V3 {
-    [a[0] * s, a[1] * s, a[2] * s]
-}
-pub(crate) fn dot(a: V3, b: V3) -> f64 {
-    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-}
-/// The circle through three points: centre and radius.
-pub(crate) fn circumcircle(a: [f64; 2], b: [f64; 2], c: [f64; 2]) -> Option<([f64; 2], f64)> {
-    let d = 2.0 * (a[0] * (b[1] - c[1]) + b[0] * (c[1] - a[1]) + c[0] * (a[1] - b[1]));
-    if d.abs() < 1e-300 {
-        return None;
-    }
-    let (a2, b2, c2) = (a[0] * a[0] + a[1] * a[1], b[0] * b[0] + b[1] * b[1], c[0] * c[0] + c[1] * c[1]);
-    let ux = (a2 * (b[1] - c[1]) + b2 * (c[1] - a[1]) + c2 * (a[1] - b[1])) / d;
-    let uy = (a2 * (c[0] - b[0]) + b2 * (a[0] - c[0]) + c2 * (b[0] - a[0])) / d;
-    Some(([ux, uy], ((a[0] - ux).powi(2) + (a[1] - uy).powi(2)).sqrt()))
-}
-
-/// Start angle and signed sweep of the arc from `a` through `m` to `b` about `center`.
-pub(crate) fn arc_angles(a: [f64; 2], m: [f64; 2], b: [f64; 2], center: [f64; 2]) -> (f64, f64) {
-    use std::f64::consts::TAU;
-    let angle = |p: [f64; 2]| (p[1] - center[1]).atan2(p[0] - center[0]);
-    let (t0, tm, t1) = (angle(a), angle(m), angle(b));
-    let ccw_end = (t1 - t0).rem_euclid(TAU);
-    let ccw_mid = (tm - t0).rem_euclid(TAU);
-    if ccw_mid < ccw_end { (t0, ccw_end) } else { (t0, ccw_end - TAU) }
-}
+pub(crate) use freecad_bridge::geometry::{
+    Point3 as V3, add, arc_angles, circumcircle, cross, dot, norm, scale, sub, unit,
+};
 
 /// Signed area enclosed by a closed loop, in `plane`'s coordinates (counter-clockwise positive).
 pub(crate) fn loop_area(curves: &[Curve], plane: &Frame3) -> f64 {
@@ -149,17 +117,6 @@ pub(crate) fn loop_area(curves: &[Curve], plane: &Frame3) -> f64 {
         }
     }
     area
-}
-
-pub(crate) fn cross(a: V3, b: V3) -> V3 {
-    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
-}
-pub(crate) fn norm(a: V3) -> f64 {
-    dot(a, a).sqrt()
-}
-pub(crate) fn unit(a: V3) -> Option<V3> {
-    let n = norm(a);
-    (n.is_finite() && n > 1e-300).then(|| scale(a, 1.0 / n))
 }
 
 /// An orthonormal right-handed frame in global coordinates.

@@ -7,8 +7,8 @@ use anyhow::{Context, Result, bail};
 use freecad_bridge::{Command, Session};
 use views::{LabelKinds, Options, View, Window};
 
-use crate::WorkerArgs;
-use crate::cli::exec::{open_model, read_program, write_atomic};
+use crate::cli::WorkerArgs;
+use crate::cli::files::{open_model, read_program, write_atomic};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ViewKind {

@@ -12,9 +12,9 @@ use anyhow::{Context, Result};
 use freecad_bridge::{Program, WorkerPool, WorkerProcess};
 use serde_json::json;
 
-use crate::WorkerArgs;
-use crate::cli::bench::{median, program_paths};
-use crate::cli::exec::read_program;
+use crate::cli::WorkerArgs;
+use crate::cli::commands::bench::{median, program_paths};
+use crate::cli::files::read_program;
 
 #[derive(Debug, clap::Args)]
 pub struct FaultBench {
@@ -91,7 +91,7 @@ pub fn run(args: &FaultBench) -> Result<ExitCode> {
             "clean_seconds": clean_s, "faulty_seconds": faulty_s, "faulty_requests": faulty_requests,
             "seconds_per_fault": per_fault, "worker_start_seconds": start_s, "item_seconds": item_s,
         });
-        crate::cli::exec::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+        crate::cli::files::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -12,9 +12,9 @@ use serde_json::json;
 use vision2cad::vlm::{GroundTruth, Oracle};
 use vision2cad::{Config, Reconstruction, Timing};
 
-use crate::WorkerArgs;
-use crate::cli::bench::median;
-use crate::cli::exec::{read_program, write_atomic};
+use crate::cli::WorkerArgs;
+use crate::cli::commands::bench::median;
+use crate::cli::files::{read_program, write_atomic};
 
 #[derive(Debug, clap::Args)]
 pub struct LoopBench {
@@ -33,7 +33,7 @@ pub struct LoopBench {
 }
 
 pub fn run(args: &LoopBench) -> Result<ExitCode> {
-    let paths = crate::cli::bench::program_paths(&args.programs)?;
+    let paths = crate::cli::commands::bench::program_paths(&args.programs)?;
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let mut session = args.worker.session()?;
     let mut reconstruction = Reconstruction::new(Config::default())?;

@@ -10,8 +10,15 @@ use anyhow::{Context, Result};
 use freecad_bridge::{Program, WorkerPool};
 use serde_json::json;
 
-use crate::WorkerArgs;
-use crate::cli::exec::read_program;
+pub mod eval;
+pub mod eval_vs_python;
+pub mod faults;
+pub mod loop_timing;
+pub mod rag;
+pub mod vlm;
+
+use crate::cli::WorkerArgs;
+use crate::cli::files::read_program;
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
@@ -26,26 +33,26 @@ pub enum BenchWhat {
     /// The views: a tagged view of a finely tessellated part, single-threaded.
     Render(RenderBench),
     /// Evaluation: time per pair and whole runs on STEP files scored against themselves.
-    Eval(crate::cli::eval_bench::BenchEvalArgs),
+    Eval(eval::BenchEvalArgs),
     /// The loop: the harness's own time per step (kernel, rendering, prompts) with the oracle.
-    Loop(crate::cli::loop_bench::LoopBench),
+    Loop(loop_timing::LoopBench),
     /// The chat client: its own time per call against a local mock server.
-    Vlm(crate::cli::vlm_bench::VlmBench),
+    Vlm(vlm::VlmBench),
     /// Retrieval: index build, query latency, recall, memory and quality on a GERD dataset.
-    Rag(crate::cli::rag_bench::RagBench),
+    Rag(rag::RagBench),
     /// Faults: what a lost worker costs a batch (killed workers against an undisturbed run).
-    Faults(crate::cli::fault_bench::FaultBench),
+    Faults(faults::FaultBench),
 }
 
 pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     match &args.what {
         BenchWhat::Worker(w) => run_worker(w),
         BenchWhat::Render(r) => run_render(r),
-        BenchWhat::Eval(e) => crate::cli::eval_bench::run(e),
-        BenchWhat::Loop(l) => crate::cli::loop_bench::run(l),
-        BenchWhat::Vlm(v) => crate::cli::vlm_bench::run(v),
-        BenchWhat::Rag(r) => crate::cli::rag_bench::run(r),
-        BenchWhat::Faults(f) => crate::cli::fault_bench::run(f),
+        BenchWhat::Eval(e) => eval::run(e),
+        BenchWhat::Loop(l) => loop_timing::run(l),
+        BenchWhat::Vlm(v) => vlm::run(v),
+        BenchWhat::Rag(r) => rag::run(r),
+        BenchWhat::Faults(f) => faults::run(f),
     }
 }
 
@@ -138,7 +145,7 @@ fn run_worker(args: &WorkerBench) -> Result<ExitCode> {
     }
     if let Some(path) = &args.json {
         let report = json!({"latency": latency, "throughput": throughput, "programs": paths.len()});
-        crate::cli::exec::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+        crate::cli::files::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -172,7 +179,7 @@ fn time_ms<T>(repeat: usize, mut f: impl FnMut() -> T) -> (f64, T) {
 
 fn run_render(args: &RenderBench) -> Result<ExitCode> {
     let mut session = args.worker.session()?;
-    crate::cli::exec::open_model(&mut session, &args.model)?;
+    crate::cli::files::open_model(&mut session, &args.model)?;
     let diagonal = session.state().bbox.as_ref().map_or(1.0, |b| b.diagonal());
     let mut deflection = diagonal * 1e-3;
     let mut tessellation = session.tessellate(deflection, 0.2)?;

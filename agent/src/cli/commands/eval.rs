@@ -10,8 +10,8 @@ use anyhow::{Context, Result};
 use eval::{EvalOptions, Normalization, Protocol, Report};
 use freecad_bridge::WorkerPool;
 
-use crate::WorkerArgs;
-use crate::cli::exec::write_atomic;
+use crate::cli::WorkerArgs;
+use crate::cli::files::write_atomic;
 use crate::cli::progress::Progress;
 
 #[derive(Debug, clap::Args)]

@@ -1,12 +1,12 @@
-//! `vision2cad exec` and the shared ways of opening models and writing outputs.
+//! `vision2cad exec`: a program of the command language into a FreeCAD document.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use freecad_bridge::{Program, Session, parse_program};
 
-use crate::WorkerArgs;
+use crate::cli::WorkerArgs;
+use crate::cli::files::{read_program, write_outputs};
 
 #[derive(Debug, clap::Args)]
 pub struct ExecArgs {
@@ -20,23 +20,6 @@ pub struct ExecArgs {
     pub scale_extrusions: Option<f64>,
     #[command(flatten)]
     pub worker: WorkerArgs,
-}
-
-pub fn read_program(path: &Path) -> Result<Program> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read program {}", path.display()))?;
-    parse_program(&text).map_err(|e| anyhow::anyhow!("{} is not a valid program: {e}", path.display()))
-}
-
-/// Load a STEP or FCStd file, or execute a program JSON, into the session.
-pub fn open_model(session: &mut Session, path: &Path) -> Result<()> {
-    let is_program = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
-    if is_program {
-        let program = read_program(path)?;
-        session.execute_program(&program).with_context(|| format!("program {} failed", path.display()))?;
-    } else {
-        session.load(path)?;
-    }
-    Ok(())
 }
 
 pub fn run(args: &ExecArgs) -> Result<ExitCode> {
@@ -73,14 +56,4 @@ pub fn run(args: &ExecArgs) -> Result<ExitCode> {
             e.context(format!("{} failed (the document up to the last good step was written)", args.program.display()))
         ),
     }
-}
-
-/// model.FCStd, model.step (when there is a solid) and state.json, written atomically (the
-/// same writer `reconstruct` uses).
-pub fn write_outputs(session: &mut Session, dir: &Path) -> Result<()> {
-    Ok(vision2cad::report::write_model(session, dir)?)
-}
-
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    Ok(vision2cad::report::write_atomic(path, bytes)?)
 }

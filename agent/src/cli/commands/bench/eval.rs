@@ -20,8 +20,8 @@ use eval::{EvalOptions, Mesh, Pair};
 use freecad_bridge::WorkerPool;
 use serde_json::json;
 
-use crate::WorkerArgs;
-use crate::cli::exec::write_atomic;
+use crate::cli::WorkerArgs;
+use crate::cli::files::write_atomic;
 
 #[derive(Debug, clap::Args)]
 pub struct BenchEvalArgs {
@@ -42,7 +42,7 @@ pub struct BenchEvalArgs {
     #[arg(long, default_value = "scripts/eval_reference.py")]
     pub script: PathBuf,
     /// The interpreter that runs it (needs FreeCAD, numpy and scipy).
-    #[arg(long, default_value_os_t = crate::cli::eval_vs_python::default_python())]
+    #[arg(long, default_value_os_t = crate::cli::commands::bench::eval_vs_python::default_python())]
     pub python: PathBuf,
     /// Rounds (with --against-python): every variant runs this often, interleaved, and its
     /// fastest round counts.
@@ -73,7 +73,7 @@ pub struct BenchEvalArgs {
 pub fn run(args: &BenchEvalArgs) -> Result<ExitCode> {
     let steps = match (&args.steps, &args.pred, &args.gt) {
         (_, Some(pred), Some(gt)) if args.against_python => {
-            return crate::cli::eval_vs_python::run(args, pred, gt);
+            return crate::cli::commands::bench::eval_vs_python::run(args, pred, gt);
         }
         (Some(steps), _, _) => steps,
         _ => anyhow::bail!("give --steps DIR, or --against-python with --pred and --gt"),

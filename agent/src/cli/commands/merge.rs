@@ -16,8 +16,8 @@ use anyhow::{Context, Result, bail};
 use eval::Report;
 use serde_json::Value;
 
-use crate::cli::exec::write_atomic;
-use crate::cli::run_cmd::{self, RunResults, RunSettings};
+use crate::cli::commands::run::{self, RunResults, RunSettings};
+use crate::cli::files::write_atomic;
 use crate::cli::shard::{Shard, check_complete};
 
 #[derive(Debug, clap::Args)]
@@ -68,7 +68,7 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
             let results = merge_runs(&runs, &args.out.join(&name))?;
             rows.push((name, results));
         }
-        run_cmd::write_sweep(&args.out, &rows)?;
+        run::write_sweep(&args.out, &rows)?;
         if let Some(key) = vary {
             crate::cli::curves::write_curves(&args.out, &key, &rows)?;
         }
@@ -122,10 +122,10 @@ fn sweep_folders(inputs: &[PathBuf]) -> Result<BTreeMap<String, Vec<PathBuf>>> {
 
 /// A sharded sweep's `sweep.json`: its configurations in order and the rate it varies.
 fn sweep_file(inputs: &[PathBuf]) -> Result<(Option<Vec<String>>, Option<String>)> {
-    let Some(path) = inputs.iter().map(|i| i.join(run_cmd::SWEEP_FILE)).find(|p| p.is_file()) else {
+    let Some(path) = inputs.iter().map(|i| i.join(run::SWEEP_FILE)).find(|p| p.is_file()) else {
         return Ok((None, None));
     };
-    let sweep: run_cmd::SweepFile =
+    let sweep: run::SweepFile =
         serde_json::from_str(&read(&path)?).with_context(|| format!("{} is not a sweep's list", path.display()))?;
     Ok((Some(sweep.configs), sweep.vary))
 }
@@ -234,7 +234,7 @@ fn merge_runs(runs: &[PathBuf], out: &Path) -> Result<RunResults> {
     write_atomic(&out.join("eval_edit10.json"), serde_json::to_string_pretty(&edit_report)?.as_bytes())?;
     let merged = RunSettings { parts, shard: None, ..first.clone() };
     write_atomic(&out.join("run.json"), serde_json::to_string_pretty(&merged)?.as_bytes())?;
-    run_cmd::write_results(out, &merged, &static_report, &edit_report, wall)
+    run::write_results(out, &merged, &static_report, &edit_report, wall)
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
@@ -297,7 +297,7 @@ fn merge_reports(files: &[PathBuf], out: &Path) -> Result<ExitCode> {
         })
         .collect::<Result<_>>()?;
     let report = Report::merge(reports).map_err(anyhow::Error::msg)?;
-    crate::cli::eval_cmd::write_outputs(&report, Some(out), None)?;
+    crate::cli::commands::eval::write_outputs(&report, Some(out), None)?;
     print!("{}", report.table());
     eprintln!("merged {} reports ({} samples) into {}", files.len(), report.n, out.display());
     Ok(ExitCode::SUCCESS)
@@ -351,7 +351,9 @@ fn merge_export(files: &[PathBuf], out: &Path) -> Result<ExitCode> {
 fn merge_datasets(inputs: &[PathBuf], out: &Path) -> Result<ExitCode> {
     let mut shards = Vec::new();
     for input in inputs {
-        for entry in std::fs::read_dir(input.join(crate::cli::gerd_cmd::SHARDS_DIR)).into_iter().flatten().flatten() {
+        for entry in
+            std::fs::read_dir(input.join(crate::cli::commands::gerd::SHARDS_DIR)).into_iter().flatten().flatten()
+        {
             let name = entry.file_name().to_string_lossy().into_owned();
             if let Some(shard) = shard_in_name(Path::new(&name)) {
                 let record: Value = serde_json::from_str(&read(&entry.path())?)

@@ -11,7 +11,7 @@ use gerd::export::{Format, Task};
 use gerd::import::Placement;
 use gerd::record::{PartSource, RecordOptions, Split, part_dir, read_part, write_index, write_part};
 
-use crate::WorkerArgs;
+use crate::cli::WorkerArgs;
 
 #[derive(Debug, clap::Args)]
 pub struct GerdArgs {
@@ -297,7 +297,7 @@ fn generate(args: &GenerateArgs) -> Result<ExitCode> {
         });
         let path = args.out.join(SHARDS_DIR).join(format!("generate.{}.json", s.name()));
         std::fs::create_dir_all(args.out.join(SHARDS_DIR))?;
-        crate::cli::exec::write_atomic(&path, serde_json::to_string_pretty(&record)?.as_bytes())?;
+        crate::cli::files::write_atomic(&path, serde_json::to_string_pretty(&record)?.as_bytes())?;
         eprintln!(
             "{}: {} parts written to {}; when every shard is done: vision2cad merge {} --out {}",
             s.name(),
@@ -559,7 +559,7 @@ fn query(args: &QueryArgs) -> Result<ExitCode> {
         None => freecad_bridge::ModelState::empty(),
     };
     let history = match &args.program {
-        Some(path) => crate::cli::exec::read_program(path)?.commands,
+        Some(path) => crate::cli::files::read_program(path)?.commands,
         None => Vec::new(),
     };
     let query = index.query_vector(
@@ -863,7 +863,7 @@ fn import_deepcad_files(
         report.push_str(&format!("{line}\n"));
     }
     let report_path = crate::cli::shard::shard_file(&out.join("import-report.jsonl"), shard);
-    crate::cli::exec::write_atomic(&report_path, report.as_bytes())?;
+    crate::cli::files::write_atomic(&report_path, report.as_bytes())?;
     if shard.is_none() {
         write_index(out)?;
     }

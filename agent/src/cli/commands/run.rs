@@ -21,8 +21,8 @@ use vision2cad::batch::results::fmt;
 pub use vision2cad::batch::{Item, ItemStatus, RunBackend, RunResults, RunSettings, SWEEP_FILE, SweepFile};
 use vision2cad::report::escape;
 
-use crate::WorkerArgs;
-use crate::cli::exec::write_atomic;
+use crate::cli::WorkerArgs;
+use crate::cli::files::write_atomic;
 use crate::cli::progress::Progress;
 use crate::cli::shard::Shard;
 
@@ -32,7 +32,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub dataset: PathBuf,
     #[arg(long, value_enum, default_value = "test")]
-    pub split: crate::cli::gerd_cmd::SplitArg,
+    pub split: crate::cli::commands::gerd::SplitArg,
     /// The run's folder; an existing run there is resumed.
     #[arg(long)]
     pub out: PathBuf,
@@ -59,7 +59,7 @@ pub struct RunArgs {
     /// A baseline as one more row of the table: `direct-code` (the model writes one FreeCAD
     /// script per part; `reconstruct --baseline direct-code`). Also a name for --configs.
     #[arg(long, value_enum)]
-    pub baseline: Option<crate::cli::reconstruct_cmd::Baseline>,
+    pub baseline: Option<crate::cli::commands::reconstruct::Baseline>,
     /// --vlm sim: one rate of the error model over several values, KEY=V1,V2,... (e.g.
     /// sigma=0,0.005,0.01,0.02,0.04), crossed with the configurations; writes curves.md and
     /// curves.svg / curves.png (mIoU, CR and edit10 mIoU against the rate).

@@ -16,8 +16,8 @@ use eval::{EvalOptions, ModelKind, Pair, Stages};
 use freecad_bridge::WorkerPool;
 use serde_json::{Value, json};
 
-use crate::cli::eval_bench::BenchEvalArgs;
-use crate::cli::exec::write_atomic;
+use crate::cli::commands::bench::eval::BenchEvalArgs;
+use crate::cli::files::write_atomic;
 
 /// One timed round of `eval` with some worker count.
 struct RustRound {

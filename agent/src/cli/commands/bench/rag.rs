@@ -18,8 +18,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use serde_json::json;
 
-use crate::cli::bench::median;
-use crate::cli::exec::write_atomic;
+use crate::cli::commands::bench::median;
+use crate::cli::files::write_atomic;
 
 #[derive(Debug, clap::Args)]
 pub struct RagBench {

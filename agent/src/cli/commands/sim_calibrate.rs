@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use vision2cad::events::{TraceEvent, read_trace};
 
-use crate::cli::exec::write_atomic;
+use crate::cli::files::write_atomic;
 
 #[derive(Debug, clap::Args)]
 pub struct CalibrateArgs {

@@ -4,11 +4,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use vision2cad::vlm::{BackendKind as Backend, BackendSpec, CacheMode, ResponseFormat};
+use vision2cad::vlm::BackendKind as Backend;
 use vision2cad::{Config, Reconstruction};
 
-use crate::WorkerArgs;
-use crate::cli::env;
+use crate::cli::{WorkerArgs, settings};
 
 #[derive(Debug, clap::Args)]
 pub struct ReconstructArgs {
@@ -106,69 +105,6 @@ pub enum Baseline {
     DirectCode,
 }
 
-impl ReconstructArgs {
-    /// The backend these flags and the environment name.
-    pub fn backend(&self) -> BackendSpec {
-        BackendSpec {
-            kind: self.vlm,
-            gt: self.gt.clone(),
-            script: self.script.clone(),
-            shadow_gt: self.shadow_gt.clone(),
-            base_url: self.base_url.clone().or_else(env::base_url),
-            api_key: env::api_key(),
-            slots: env::vlm_slots(),
-        }
-    }
-
-    pub fn config(&self) -> Result<Config> {
-        let mut config = match &self.config {
-            Some(path) => Config::from_file(path)?,
-            None => Config::default(),
-        };
-        if let Some(p) = &self.prompts {
-            anyhow::ensure!(p.is_dir(), "--prompts {} is not a directory", p.display());
-            config.prompts = Some(p.clone());
-        }
-        if let Some(n) = self.max_steps {
-            config.max_steps = n;
-        }
-        if let Some(index) = &self.rag_index {
-            config.rag_index = Some(index.clone());
-        }
-        let vlm = &mut config.vlm;
-        if let Some(m) = &self.model {
-            vlm.model = m.clone();
-        }
-        if let Some(f) = &self.response_format {
-            vlm.response_format = f.parse::<ResponseFormat>().map_err(anyhow::Error::msg)?;
-        }
-        if let Some(dir) = &self.cache {
-            vlm.cache = Some(dir.clone());
-            if self.cache_mode.is_none() && vlm.cache_mode == CacheMode::Off {
-                vlm.cache_mode = CacheMode::Write;
-            }
-        }
-        if let Some(m) = &self.cache_mode {
-            vlm.cache_mode = m.parse::<CacheMode>().map_err(anyhow::Error::msg)?;
-        }
-        for assignment in &self.sim {
-            config.sim.set(assignment).map_err(anyhow::Error::msg)?;
-        }
-        if let Some(seed) = self.seed {
-            config.sim.seed = seed;
-        }
-        let ab = &mut config.ablations;
-        ab.no_egr |= self.no_egr;
-        ab.no_lcb |= self.no_lcb;
-        ab.no_pgr |= self.no_pgr;
-        ab.no_reg |= self.no_reg;
-        ab.no_rag |= self.no_rag;
-        ab.no_evf |= self.no_evf;
-        config.check()?;
-        Ok(config)
-    }
-}
-
 pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
     let out = match (&args.out, &args.resume) {
         (Some(o), Some(r)) if o != r => bail!("--out and --resume name different directories"),
@@ -184,17 +120,17 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
         );
     }
     anyhow::ensure!(args.image.is_file(), "the target image {} does not exist", args.image.display());
-    let config = args.config()?;
+    let config = settings::config(args)?;
     if let Some(Baseline::DirectCode) = args.baseline {
         return direct_code(args, &out, &config);
     }
-    let spec = args.backend();
+    let spec = settings::backend(args);
     // The model server is checked (key, cache, URL) before FreeCAD starts.
     let client = spec.connect(&config.vlm)?;
     let mut session = args.worker.session()?;
     let mut vlm = spec.open(&config, client, &mut session)?;
     let embedder = match (&config.rag_index, config.ablations.no_rag) {
-        (Some(index), false) => crate::cli::gerd_cmd::embedder_for_index(index, None)?,
+        (Some(index), false) => crate::cli::commands::gerd::embedder_for_index(index, None)?,
         _ => None,
     };
     let outcome = Reconstruction::new(config.clone())?
@@ -230,7 +166,7 @@ fn direct_code(args: &ReconstructArgs, out: &std::path::Path, config: &Config) -
         args.script_seconds.is_finite() && args.script_seconds > 0.0,
         "--script-seconds must be a positive number of seconds"
     );
-    let mut vlm = args.backend().open_code_writer(&config.vlm)?;
+    let mut vlm = settings::backend(args).open_code_writer(&config.vlm)?;
     let program = args.worker.config()?.program;
     // The CPU limit sits a little under the wall-clock one, so a busy loop is stopped by
     // the kernel with a clear signal before the wall clock kills it.

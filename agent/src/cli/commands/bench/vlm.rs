@@ -14,8 +14,8 @@ use vision2cad::prompts::Prompts;
 use vision2cad::vlm::mock::{MockReply, MockServer};
 use vision2cad::vlm::{CacheMode, ChatClient, Request, Stage, Vlm, VlmSettings};
 
-use crate::cli::bench::median;
-use crate::cli::exec::write_atomic;
+use crate::cli::commands::bench::median;
+use crate::cli::files::write_atomic;
 
 #[derive(Debug, clap::Args)]
 pub struct VlmBench {
