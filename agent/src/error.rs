@@ -27,6 +27,8 @@ pub enum LoopError {
     Rag(String),
     #[error("cannot use the ground truth {path}: {reason}")]
     Truth { path: String, reason: String },
+    #[error("cannot run {program}: {source}")]
+    Process { program: String, source: std::io::Error },
 }
 
 impl LoopError {

@@ -96,6 +96,40 @@ fn perturbed(answer: &str) -> Option<String> {
     changed.then(|| v.to_string())
 }
 
+/// [`record_part`], undisturbed by the machine: a FreeCAD worker lost while the part is
+/// recorded is a fault of the machine, not of the part, so the part is recorded again from
+/// its start (up to three times), and the samples are always those of an undisturbed run.
+/// `embedder` gives the retrieval index's embedder afresh for each attempt.
+#[allow(clippy::too_many_arguments)]
+pub fn record_part_undisturbed(
+    part_dir: &Path,
+    work: &Path,
+    config: &Config,
+    session: &mut Session,
+    perturb: f64,
+    seed: u64,
+    embedder: impl Fn() -> Result<Option<Box<dyn gerd::retrieve::embed::Embedder>>, LoopError>,
+) -> Result<Vec<StageSample>, LoopError> {
+    const RETRIES: usize = 3;
+    let mut attempts = 0;
+    loop {
+        let before = session.replacements();
+        let _ = std::fs::remove_dir_all(work);
+        let recorded = record_part(part_dir, work, config, session, perturb, seed, embedder()?);
+        if session.replacements() == before {
+            return recorded;
+        }
+        attempts += 1;
+        if attempts > RETRIES {
+            return Err(LoopError::Bridge(freecad_bridge::BridgeError::KernelFault {
+                attempts,
+                last: "the worker was lost while the part was recorded".into(),
+            }));
+        }
+        tracing::warn!("the FreeCAD worker was lost while recording {}; recording it again", part_dir.display());
+    }
+}
+
 /// Rebuild one GERD part (`part_dir`) with the oracle through the loop, in `work` (a scratch
 /// directory), and return every stage call it made. `embedder` is the retrieval index's,
 /// when the configuration has one (it must not hold this part). A rebuild that fails is an

@@ -1,6 +1,7 @@
 //! Batch runs over a GERD split: what a run is started with ([`RunSettings`]), which
-//! machine takes which part ([`shard`]), and what a run reports ([`results`]): every part's
-//! [`Item`] with its [`ItemStatus`], and the [`RunResults`] of `results.json`.
+//! machine takes which part ([`shard`]), how each part runs ([`runner`]: a child process
+//! per part, resumable), and what a run reports ([`results`]): every part's [`Item`] with
+//! its [`ItemStatus`], and the [`RunResults`] of `results.json`.
 //!
 //! ```
 //! use vision2cad::batch::{Item, ItemStatus};
@@ -11,6 +12,7 @@
 //! ```
 
 pub mod results;
+pub mod runner;
 pub mod shard;
 
 use std::path::PathBuf;
@@ -18,6 +20,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use results::{Item, ItemStatus, PartResult, PartScore, ProtocolSummary, RunResults, StatusCounts, Tokens};
+pub use runner::PartRunner;
 pub use shard::Shard;
 
 /// The backend every part of a run is reconstructed with.

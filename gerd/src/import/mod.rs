@@ -37,6 +37,7 @@
 
 mod cadquery;
 mod deepcad;
+pub mod folder;
 
 use freecad_bridge::command::{
     BodyChoice, Command, Extent, Extrude, Mode, Plane, PlaneRotation, Primitive, Rotations, Sketch,

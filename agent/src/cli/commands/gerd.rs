@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use freecad_bridge::WorkerPool;
 use gerd::export::{Format, Task};
 use gerd::import::Placement;
+use gerd::import::folder::{SourceFile, deepcad_files};
 use gerd::record::{PartSource, RecordOptions, Split, part_dir, read_part, write_index, write_part};
 
 use crate::cli::WorkerArgs;
@@ -612,6 +613,10 @@ fn export_stage(args: &ExportArgs, stage: vision2cad::vlm::Stage) -> Result<Exit
     let mut file = std::io::BufWriter::new(
         std::fs::File::create(&partial).with_context(|| format!("cannot create {}", partial.display()))?,
     );
+    // An index whose embedder cannot be set up stops the export before any part.
+    if let (Some(index), false) = (&config.rag_index, config.ablations.no_rag) {
+        embedder_for_index(index, None)?;
+    }
     let mut session = args.worker.session()?;
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let bar = Progress::new(&format!("{} samples", stage.name()), dirs.len());
@@ -625,37 +630,21 @@ fn export_stage(args: &ExportArgs, stage: vision2cad::vlm::Stage) -> Result<Exit
             );
         }
         let work = scratch.path().join(&record.id);
-        // A worker lost while a part is recorded is a fault of the machine: the part is
-        // recorded again from its start, so the samples are the undisturbed ones.
-        let mut attempts = 0;
-        let recorded = loop {
-            let embedder = match (&config.rag_index, config.ablations.no_rag) {
-                (Some(index), false) => embedder_for_index(index, None)?,
-                _ => None,
-            };
-            let before = session.replacements();
-            let _ = std::fs::remove_dir_all(&work);
-            let recorded = vision2cad::stage_export::record_part(
-                dir,
-                &work,
-                &config,
-                &mut session,
-                args.perturb,
-                args.seed,
-                embedder,
-            );
-            if session.replacements() == before {
-                break recorded;
+        let embedder = || match (&config.rag_index, config.ablations.no_rag) {
+            (Some(index), false) => {
+                embedder_for_index(index, None).map_err(|e| vision2cad::LoopError::Rag(format!("{e:#}")))
             }
-            attempts += 1;
-            if attempts > 3 {
-                break Err(vision2cad::LoopError::Bridge(freecad_bridge::BridgeError::KernelFault {
-                    attempts,
-                    last: "the worker was lost while the part was recorded".into(),
-                }));
-            }
-            tracing::warn!("the FreeCAD worker was lost while recording {}; recording it again", record.id);
+            _ => Ok(None),
         };
+        let recorded = vision2cad::stage_export::record_part_undisturbed(
+            dir,
+            &work,
+            &config,
+            &mut session,
+            args.perturb,
+            args.seed,
+            embedder,
+        );
         match recorded {
             Ok(samples) => {
                 written += vision2cad::stage_export::write_samples(
@@ -722,69 +711,6 @@ pub fn embedder_for_index(
     })
 }
 
-/// The DeepCAD files PATH names, each with its path relative to PATH (for provenance).
-fn deepcad_files(path: &std::path::Path) -> Result<Vec<(PathBuf, String)>> {
-    let relative =
-        |base: &std::path::Path, file: &std::path::Path| file.strip_prefix(base).unwrap_or(file).display().to_string();
-    if path.is_dir() {
-        let mut files = Vec::new();
-        let mut stack = vec![path.to_path_buf()];
-        while let Some(dir) = stack.pop() {
-            for entry in std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))? {
-                let p = entry?.path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if p.extension().is_some_and(|e| e == "json") {
-                    files.push(p);
-                }
-            }
-        }
-        files.sort();
-        anyhow::ensure!(!files.is_empty(), "{} holds no .json files", path.display());
-        return Ok(files.into_iter().map(|f| (f.clone(), relative(path, &f))).collect());
-    }
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    if path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{') {
-        let name = path.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
-        return Ok(vec![(path.to_path_buf(), name)]);
-    }
-    // A list: one file per line, relative to the list's folder.
-    let base = path.parent().unwrap_or(std::path::Path::new("."));
-    let files: Vec<(PathBuf, String)> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(|l| (base.join(l), l.to_string()))
-        .collect();
-    anyhow::ensure!(!files.is_empty(), "{} lists no files", path.display());
-    Ok(files)
-}
-
-/// A failure reason with its numbers and IDs blanked (any word holding a digit), to group
-/// the report's failures.
-fn reason_class(reason: &str) -> String {
-    let mut class = String::new();
-    let mut word = String::new();
-    let flush = |word: &mut String, class: &mut String| {
-        if word.chars().any(|c| c.is_ascii_digit()) {
-            class.push('#');
-        } else {
-            class.push_str(word);
-        }
-        word.clear();
-    };
-    for c in reason.chars() {
-        if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' {
-            word.push(c);
-        } else {
-            flush(&mut word, &mut class);
-            class.push(c);
-        }
-    }
-    flush(&mut word, &mut class);
-    class.chars().take(120).collect()
-}
-
 /// `gerd import deepcad PATH`: every file, in parallel, resumable, with a report.
 fn import_deepcad_files(
     path: &std::path::Path,
@@ -794,108 +720,37 @@ fn import_deepcad_files(
     shard: Option<crate::cli::shard::Shard>,
     worker: &WorkerArgs,
 ) -> Result<ExitCode> {
-    let files = deepcad_files(path)?;
-    let id_of =
-        |file: &std::path::Path| file.file_stem().map_or("deepcad".into(), |s| s.to_string_lossy().into_owned());
-    let mut seen = std::collections::BTreeMap::new();
-    for (file, rel) in &files {
-        if let Some(other) = seen.insert(id_of(file), rel.clone()) {
-            bail!("{other} and {rel} would both be part {}: give files with distinct names", id_of(file));
-        }
-    }
-    let mine: Vec<&(PathBuf, String)> =
-        files.iter().filter(|(f, _)| shard.is_none_or(|s| s.holds(&id_of(f)))).collect();
-    std::fs::create_dir_all(out.join(gerd::record::PARTS_DIR))
-        .with_context(|| format!("cannot create {}", out.display()))?;
-    let done = |file: &std::path::Path| read_part(&part_dir(out, &id_of(file))).is_ok();
-    let todo: Vec<&(PathBuf, String)> = mine.iter().copied().filter(|(f, _)| !done(f)).collect();
-    if todo.len() < mine.len() {
-        eprintln!("resuming: {} of {} files already imported", mine.len() - todo.len(), mine.len());
-    }
+    let files: Vec<SourceFile> =
+        deepcad_files(path)?.into_iter().filter(|f| shard.is_none_or(|s| s.holds(&f.part_id()))).collect();
     let pool = WorkerPool::new(worker.config()?, workers);
-    let bar = Progress::new("importing", todo.len());
-    let results = pool.map(
-        &todo,
-        |session, (file, rel)| {
-            let id = id_of(file);
-            let outcome = std::fs::read_to_string(file)
-                .map_err(|e| format!("cannot read the file: {e}"))
-                .and_then(|text| gerd::import::import_deepcad_in(&text, session, units).map_err(|e| e.to_string()))
-                .and_then(|imported| {
-                    let part = PartSource {
-                        id: id.clone(),
-                        source: "deepcad".into(),
-                        split: Split::Train,
-                        licence: "see the source's licence (DeepCAD data: MIT)".into(),
-                        provenance: format!("DeepCAD JSON {rel}; {}", imported.notes.join("; ")),
-                        program: imported.program,
-                        target_image: None,
-                    };
-                    write_part(session, &part, out, &RecordOptions::default()).map(|_| ()).map_err(|e| e.to_string())
-                });
-            Ok(outcome)
-        },
-        |r| bar.tick(!matches!(r, Ok(Ok(())))),
-    );
+    let earlier = files.iter().filter(|f| read_part(&part_dir(out, &f.part_id())).is_ok()).count();
+    if earlier > 0 {
+        eprintln!("resuming: {earlier} of {} files already imported", files.len());
+    }
+    let bar = Progress::new("importing", files.len() - earlier);
+    let import = gerd::import::folder::import_deepcad_files(&files, out, &pool, units, |failed| bar.tick(failed))?;
     bar.finish();
-    let mut outcomes: std::collections::BTreeMap<&str, (String, Option<String>)> = mine
-        .iter()
-        .map(|(_, rel)| (rel.as_str(), ("imported".to_string(), Some("imported by an earlier run".to_string()))))
-        .collect();
-    for ((_, rel), result) in todo.iter().zip(results) {
-        let entry = match result.map_err(|e| e.to_string()).and_then(|r| r) {
-            Ok(()) => ("imported".to_string(), None),
-            Err(reason) => ("failed".to_string(), Some(reason)),
-        };
-        outcomes.insert(rel.as_str(), entry);
-    }
-    let mut report = String::new();
-    let mut by_reason: std::collections::BTreeMap<String, usize> = Default::default();
-    let mut imported = 0;
-    for (file, rel) in &mine {
-        let (status, reason) = &outcomes[rel.as_str()];
-        if status == "imported" {
-            imported += 1;
-        } else if let Some(r) = reason {
-            *by_reason.entry(reason_class(r)).or_default() += 1;
-        }
-        let line = serde_json::json!({"file": rel, "id": id_of(file), "status": status, "reason": reason});
-        report.push_str(&format!("{line}\n"));
-    }
     let report_path = crate::cli::shard::shard_file(&out.join("import-report.jsonl"), shard);
-    crate::cli::files::write_atomic(&report_path, report.as_bytes())?;
+    crate::cli::files::write_atomic(&report_path, import.report_lines().as_bytes())?;
     if shard.is_none() {
         write_index(out)?;
     }
+    let imported = import.imported();
     eprintln!(
         "imported {imported} of {} files into {}; report in {}",
-        mine.len(),
+        files.len(),
         out.display(),
         report_path.display()
     );
-    let mut classes: Vec<(String, usize)> = by_reason.into_iter().collect();
-    classes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    for (class, n) in &classes {
+    for (class, n) in import.failure_classes() {
         eprintln!("{n:>6}  {class}");
     }
     if let Some(s) = shard {
         eprintln!("{}: when every shard is done: vision2cad merge {} --out {}", s.name(), out.display(), out.display());
     }
-    Ok(if imported > 0 || mine.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if imported > 0 || files.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn file_name(path: &std::path::Path) -> String {
     path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn reasons_group_without_their_numbers_and_ids() {
-        assert_eq!(
-            super::reason_class("extrusion 99c50ec2-b57e: the part is several separate solids"),
-            "extrusion #: the part is several separate solids"
-        );
-        assert_eq!(super::reason_class("command 5 (extrude) failed at S3: x"), "command # (extrude) failed at #: x");
-    }
 }

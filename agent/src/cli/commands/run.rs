@@ -6,10 +6,8 @@
 //! under `RUNDIR/parts/` only when its reconstruction has ended (it is written under a
 //! `.partial-` name and renamed), so an interrupted run resumes where it stopped.
 
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::process::{Command as Process, ExitCode, Stdio};
-use std::sync::Mutex;
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -18,7 +16,8 @@ use freecad_bridge::WorkerPool;
 use gerd::record::{Split, part_dirs, read_part};
 use serde::Deserialize;
 use vision2cad::batch::results::fmt;
-pub use vision2cad::batch::{Item, ItemStatus, RunBackend, RunResults, RunSettings, SWEEP_FILE, SweepFile};
+use vision2cad::batch::runner::{self, PartRunner};
+pub use vision2cad::batch::{RunBackend, RunResults, RunSettings, SWEEP_FILE, SweepFile};
 use vision2cad::report::escape;
 
 use crate::cli::WorkerArgs;
@@ -319,10 +318,10 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>)
     }
     anyhow::ensure!(!parts.is_empty(), "{} has no {} parts", dataset.display(), split.name());
     if let Some(s) = shard {
-        parts.retain(|p| s.holds(&file_name(p)));
+        parts.retain(|p| s.holds(&runner::part_id(p)));
         eprintln!("{}: {} parts", s.name(), parts.len());
     }
-    let ids: Vec<String> = parts.iter().map(|p| file_name(p)).collect();
+    let ids: Vec<String> = parts.iter().map(|p| runner::part_id(p)).collect();
     let settings = RunSettings {
         dataset: dataset.clone(),
         split: split.name().into(),
@@ -346,34 +345,29 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>)
         write_atomic(&settings_path, serde_json::to_string_pretty(&settings)?.as_bytes())?;
     }
     // Unfinished parts of an interrupted run start again.
-    for entry in std::fs::read_dir(out.join("parts"))?.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(".partial-") {
-            std::fs::remove_dir_all(entry.path())
-                .with_context(|| format!("cannot remove {}", entry.path().display()))?;
-        }
-    }
-    let todo: VecDeque<PathBuf> =
-        parts.iter().filter(|p| !out.join("parts").join(file_name(p)).join("item.json").is_file()).cloned().collect();
+    let todo = runner::parts_to_run(&parts, out)?;
     let skipped = parts.len() - todo.len();
     if skipped > 0 {
         eprintln!("{skipped} of {} parts are already done; running the other {}", parts.len(), todo.len());
     }
 
-    let exe = std::env::current_exe().context("cannot locate the vision2cad executable")?;
+    // One limit on requests in flight for the whole run, whatever --jobs is.
+    let slots = format!("{}:{}", args.vlm_concurrency.max(1), out.join(".vlm-slots").display());
+    let part_runner = PartRunner {
+        program: std::env::current_exe().context("cannot locate the vision2cad executable")?,
+        backend: args.vlm,
+        shadow: args.shadow,
+        options: args.reconstruct.iter().chain(extra).cloned().collect(),
+        worker_timeout: args.worker.timeout,
+        item_timeout: Duration::from_secs_f64(args.item_timeout),
+        env: vec![(crate::cli::env::VLM_SLOTS.into(), slots.into())],
+    };
     let progress = Progress::new("parts", todo.len());
-    let queue = Mutex::new(todo);
     let started = Instant::now();
-    std::thread::scope(|scope| {
-        for _ in 0..args.jobs {
-            scope.spawn(|| {
-                while let Some(part) = queue.lock().ok().and_then(|mut q| q.pop_front()) {
-                    let item = reconstruct_part(&exe, &part, out, args, extra);
-                    progress.tick(item.as_ref().map_or(true, |i| !i.status.reached_the_end()));
-                    if let Err(e) = item {
-                        eprintln!("{}: {e:#}", file_name(&part));
-                    }
-                }
-            });
+    part_runner.run_all(todo, out, args.jobs, |part, item| {
+        progress.tick(item.as_ref().map_or(true, |i| !i.status.reached_the_end()));
+        if let Err(e) = item {
+            eprintln!("{}: {e}", runner::part_id(part));
         }
     });
     progress.finish();
@@ -385,7 +379,7 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>)
     let mut static_pairs = Vec::new();
     let mut edit_pairs = Vec::new();
     for part in &parts {
-        let id = file_name(part);
+        let id = runner::part_id(part);
         let record = read_part(part)?;
         let gt_program = gt_programs.join(format!("{id}.json"));
         write_atomic(&gt_program, serde_json::to_string_pretty(&record.program)?.as_bytes())?;
@@ -422,105 +416,10 @@ pub(crate) fn write_results(
     edit_report: &Report,
     wall: f64,
 ) -> Result<RunResults> {
-    let items: Vec<Item> = settings
-        .parts
-        .iter()
-        .map(|id| {
-            let path = out.join("parts").join(id).join("item.json");
-            std::fs::read_to_string(&path)
-                .ok()
-                .and_then(|t| serde_json::from_str(&t).ok())
-                .unwrap_or_else(|| Item::missing(id, "the part did not run"))
-        })
-        .collect();
+    let items = runner::read_items(out, &settings.parts);
     let results = RunResults::new(settings, &items, static_report, edit_report, wall);
     write_atomic(&out.join("results.json"), serde_json::to_string_pretty(&results)?.as_bytes())?;
     write_atomic(&out.join("results.md"), results.markdown().as_bytes())?;
     write_atomic(&out.join("index.html"), results.index_html().as_bytes())?;
     Ok(results)
-}
-
-fn file_name(p: &Path) -> String {
-    p.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned())
-}
-
-/// One part in a child process, with the time limit; its folder is renamed into place when
-/// the child has ended, whatever its outcome.
-fn reconstruct_part(exe: &Path, part: &Path, out: &Path, args: &RunArgs, extra: &[String]) -> Result<Item> {
-    let id = file_name(part);
-    let partial = out.join("parts").join(format!(".partial-{id}"));
-    let done = out.join("parts").join(&id);
-    let mut cmd = Process::new(exe);
-    cmd.arg("reconstruct").arg(part.join("target.png")).arg("--out").arg(&partial);
-    match args.vlm {
-        RunBackend::Oracle => cmd.arg("--vlm").arg("oracle").arg("--gt").arg(part),
-        RunBackend::Openai => cmd.arg("--vlm").arg("openai"),
-        RunBackend::Sim => cmd.arg("--vlm").arg("sim").arg("--gt").arg(part),
-    };
-    if args.shadow {
-        cmd.arg("--shadow-gt").arg(part);
-    }
-    // One limit on requests in flight for the whole run, whatever --jobs is.
-    let slots = out.join(".vlm-slots");
-    cmd.env(crate::cli::env::VLM_SLOTS, format!("{}:{}", args.vlm_concurrency.max(1), slots.display()));
-    cmd.args(&args.reconstruct).args(extra).arg("--timeout").arg(args.worker.timeout.to_string());
-    std::fs::create_dir_all(&partial).with_context(|| format!("cannot create {}", partial.display()))?;
-    let log = std::fs::File::create(partial.join("reconstruct.log"))?;
-    cmd.stdout(Stdio::null()).stderr(log);
-    let started = Instant::now();
-    let mut child = cmd.spawn().context("cannot start vision2cad reconstruct")?;
-    let limit = Duration::from_secs_f64(args.item_timeout);
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let seconds = started.elapsed().as_secs_f64();
-    let outcome = read_outcome(&partial.join("outcome.json"));
-    let mut item = Item::new(&id, ItemStatus::Crashed);
-    item.seconds = seconds;
-    if let Some(o) = &outcome {
-        item.steps = o.steps;
-        item.input_tokens = o.usage.input_tokens;
-        item.output_tokens = o.usage.output_tokens;
-        item.cost = o.usage.cost;
-    }
-    (item.status, item.reason) = match (status, outcome) {
-        (None, _) => (ItemStatus::Timeout, Some(format!("stopped after {:.0} s (--item-timeout)", args.item_timeout))),
-        (Some(_), Some(o)) if o.failure.is_some() => (ItemStatus::Failed, o.failure),
-        (Some(_), Some(o)) if o.finished => (ItemStatus::Finished, None),
-        (Some(_), Some(o)) => (ItemStatus::Stopped, Some(o.stop)),
-        (Some(s), None) => {
-            let tail = std::fs::read_to_string(partial.join("reconstruct.log")).unwrap_or_default();
-            let last = tail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
-            (ItemStatus::Crashed, Some(format!("reconstruct exited with {s}: {last}")))
-        }
-    };
-    write_atomic(&partial.join("item.json"), serde_json::to_string_pretty(&item)?.as_bytes())?;
-    if done.exists() {
-        std::fs::remove_dir_all(&done).with_context(|| format!("cannot replace {}", done.display()))?;
-    }
-    std::fs::rename(&partial, &done).with_context(|| format!("cannot move {} into place", partial.display()))?;
-    Ok(item)
-}
-
-/// What a part's `outcome.json` says, in the fields the loop's and the baseline's outcomes
-/// share (the baseline writes more).
-#[derive(Debug, Deserialize)]
-struct PartOutcome {
-    steps: usize,
-    finished: bool,
-    stop: String,
-    failure: Option<String>,
-    usage: vision2cad::vlm::Usage,
-}
-
-fn read_outcome(path: &Path) -> Option<PartOutcome> {
-    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }

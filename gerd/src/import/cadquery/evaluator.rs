@@ -343,47 +343,7 @@ impl Eval {
                     return self.semantic("close takes no arguments");
                 }
                 let end = from(self)?;
-                let c = &mut self.contexts[ctx];
-                let Some(first) = c.first_point else {
-                    return self.semantic("close without a start point");
-                };
-                let plane = c.plane;
-                let gap = norm(sub(plane.to_global(end[0], end[1]), plane.to_global(first[0], first[1])));
-                if gap > CLOSE_TOLERANCE {
-                    c.pending_edges.push(Curve2::Line(end, first));
-                } else if let Some(last) = c.pending_edges.last_mut() {
-                    // Within CadQuery's tolerance the wire is closed as it is; make the end
-                    // exactly the start so the sketch closes on the same point.
-                    if gap > 0.0 {
-                        match last {
-                            Curve2::Line(_, e) | Curve2::Arc(_, _, e) => *e = first,
-                            Curve2::Circle(..) => {}
-                        }
-                        self.notes.push(format!("line {line}: closed a gap of {gap:e} by moving the last point"));
-                    }
-                }
-                let c = &mut self.contexts[ctx];
-                c.first_point = None;
-                let mut wire = std::mem::take(&mut c.pending_edges);
-                // A spike can also sit where the wire closes: its last line runs back
-                // over its first.
-                while wire.len() > 2 {
-                    let Some(net) = spike_net(wire[wire.len() - 1], wire[0]) else { break };
-                    let at = match wire[0] {
-                        Curve2::Line(a, _) => a,
-                        _ => unreachable!("spike_net takes lines only"),
-                    };
-                    wire.pop();
-                    wire.remove(0);
-                    wire.extend(net);
-                    self.notes.push(format!(
-                        "line {line}: dropped a zero-width spike at ({}, {}) where the wire closes",
-                        at[0], at[1]
-                    ));
-                }
-                let c = &mut self.contexts[ctx];
-                c.pending_wires.push(wire);
-                Ok(Value::Workplane { ctx, top: Top::Wire })
+                self.close(ctx, end)
             }
             "circle" => {
                 let [r] = args else { return self.semantic("circle takes a radius") };
@@ -413,101 +373,152 @@ impl Eval {
                 }
                 Ok(Value::Workplane { ctx, top })
             }
-            "extrude" => {
-                let [d] = args else { return self.semantic("extrude takes a distance") };
-                let d = self.number(d, "extrude distance")?;
-                let mut both = false;
-                for (k, v) in kwargs {
-                    match (k.as_str(), v) {
-                        ("both", Value::Bool(b)) => both = *b,
-                        ("combine", Value::Bool(true)) => {}
-                        _ => return self.unsupported(format!("extrude({k}=...)")),
-                    }
-                }
-                if d == 0.0 {
-                    return self.semantic("extrude by 0");
-                }
-                let c = &mut self.contexts[ctx];
-                if !c.pending_edges.is_empty() {
-                    return self.unsupported("extrude with an open wire (a loop without close())");
-                }
-                let wires = std::mem::take(&mut c.pending_wires);
-                let (plane, created) = (c.plane, c.line);
-                if wires.is_empty() {
-                    return self
-                        .semantic(format!("extrude with no closed wire pending on the workplane of line {created}"));
-                }
-                let mut wires = wires;
-                let Nesting { touching_outer: touching, touching_pairs } = match nesting(&wires) {
-                    Ok(n) => n,
-                    Err(problem) => {
-                        return self.unsupported(format!(
-                            "a sketch whose {problem}: CadQuery makes the first wire the outer boundary and every other wire a hole, FreeCAD nests wires by containment, and the two differ here"
-                        ))
-                    }
-                };
-                match separate_touching_holes(&mut wires, &touching_pairs) {
-                    Ok(shrunk) if shrunk.is_empty() => {}
-                    Ok(shrunk) => {
-                        let names: Vec<String> = shrunk.iter().map(|k| format!("wire {}", k + 1)).collect();
-                        self.notes.push(format!(
-                            "line {line}: holes touch each other (a wall of zero thickness, invalid in CadQuery too); shrank the circle of {} by {TANGENT_HOLE_SHRINK:e} of the sketch's size",
-                            names.join(", ")
-                        ));
-                    }
-                    Err((a, b)) => {
-                        return self.unsupported(format!(
-                            "a sketch whose holes {} and {} touch and neither is a circle (a wall of zero thickness)",
-                            a + 1,
-                            b + 1
-                        ));
-                    }
-                }
-                let (cut_later, kept): (Vec<_>, Vec<_>) =
-                    wires.iter().enumerate().partition(|(k, _)| touching.contains(k));
-                let global = |ws: Vec<(usize, &Vec<Curve2>)>| -> Vec<Vec<Curve>> {
-                    ws.into_iter().map(|(_, w)| to_global(&plane, w)).collect()
-                };
-                let (loops, hole_loops) = (global(kept), global(cut_later));
-                let areas: Vec<f64> = loops.iter().map(|l| crate::import::loop_area(l, &plane).abs()).collect();
-                let expected_area = Some(areas[0] - areas[1..].iter().sum::<f64>());
-                let span = if both {
-                    Span { forward: d.abs(), backward: d.abs() }
-                } else if d > 0.0 {
-                    Span { forward: d, backward: 0.0 }
-                } else {
-                    Span { forward: 0.0, backward: -d }
-                };
-                let label = format!("extrusion of line {line}");
-                if !hole_loops.is_empty() {
-                    let holes: Vec<String> = touching.iter().map(|k| (k + 1).to_string()).collect();
-                    self.touching_holes.insert(
-                        self.features.len(),
-                        Feature {
-                            plane,
-                            loops: hole_loops,
-                            span,
-                            mode: Mode::Cut,
-                            label: format!("{label}, wire {} (touches the outer wire)", holes.join(" and ")),
-                            expected_area: None,
-                            parts: Vec::new(),
-                        },
-                    );
-                }
-                self.features.push(Feature {
-                    plane,
-                    loops,
-                    span,
-                    // The mode is decided when the solid joins the part.
-                    mode: Mode::Add,
-                    label,
-                    expected_area,
-                    parts: Vec::new(),
-                });
-                Ok(Value::Solid(Solid { steps: vec![(Mode::Add, self.features.len() - 1)] }))
-            }
+            "extrude" => self.extrude(ctx, args, kwargs),
             other => self.unsupported(format!(".{other}()")),
         }
+    }
+
+    /// `close()`: a closing line when the end is more than [`CLOSE_TOLERANCE`] from the
+    /// first point, and the pending edges become a wire (zero-width spikes dropped).
+    fn close(&mut self, ctx: usize, end: [f64; 2]) -> Result<Value, CqError> {
+        let line = self.line;
+
+        let c = &mut self.contexts[ctx];
+        let Some(first) = c.first_point else {
+            return self.semantic("close without a start point");
+        };
+        let plane = c.plane;
+        let gap = norm(sub(plane.to_global(end[0], end[1]), plane.to_global(first[0], first[1])));
+        if gap > CLOSE_TOLERANCE {
+            c.pending_edges.push(Curve2::Line(end, first));
+        } else if let Some(last) = c.pending_edges.last_mut() {
+            // Within CadQuery's tolerance the wire is closed as it is; make the end
+            // exactly the start so the sketch closes on the same point.
+            if gap > 0.0 {
+                match last {
+                    Curve2::Line(_, e) | Curve2::Arc(_, _, e) => *e = first,
+                    Curve2::Circle(..) => {}
+                }
+                self.notes.push(format!("line {line}: closed a gap of {gap:e} by moving the last point"));
+            }
+        }
+        let c = &mut self.contexts[ctx];
+        c.first_point = None;
+        let mut wire = std::mem::take(&mut c.pending_edges);
+        // A spike can also sit where the wire closes: its last line runs back
+        // over its first.
+        while wire.len() > 2 {
+            let Some(net) = spike_net(wire[wire.len() - 1], wire[0]) else { break };
+            let at = match wire[0] {
+                Curve2::Line(a, _) => a,
+                _ => unreachable!("spike_net takes lines only"),
+            };
+            wire.pop();
+            wire.remove(0);
+            wire.extend(net);
+            self.notes.push(format!(
+                "line {line}: dropped a zero-width spike at ({}, {}) where the wire closes",
+                at[0], at[1]
+            ));
+        }
+        let c = &mut self.contexts[ctx];
+        c.pending_wires.push(wire);
+        Ok(Value::Workplane { ctx, top: Top::Wire })
+    }
+
+    /// `extrude(d, both=...)`: every pending wire of the context, the first the outer one and
+    /// the others holes, extruded along the plane normal.
+    fn extrude(&mut self, ctx: usize, args: &[Value], kwargs: &[(String, Value)]) -> Result<Value, CqError> {
+        let line = self.line;
+        let [d] = args else { return self.semantic("extrude takes a distance") };
+        let d = self.number(d, "extrude distance")?;
+        let mut both = false;
+        for (k, v) in kwargs {
+            match (k.as_str(), v) {
+                ("both", Value::Bool(b)) => both = *b,
+                ("combine", Value::Bool(true)) => {}
+                _ => return self.unsupported(format!("extrude({k}=...)")),
+            }
+        }
+        if d == 0.0 {
+            return self.semantic("extrude by 0");
+        }
+        let c = &mut self.contexts[ctx];
+        if !c.pending_edges.is_empty() {
+            return self.unsupported("extrude with an open wire (a loop without close())");
+        }
+        let wires = std::mem::take(&mut c.pending_wires);
+        let (plane, created) = (c.plane, c.line);
+        if wires.is_empty() {
+            return self.semantic(format!("extrude with no closed wire pending on the workplane of line {created}"));
+        }
+        let mut wires = wires;
+        let Nesting { touching_outer: touching, touching_pairs } = match nesting(&wires) {
+            Ok(n) => n,
+            Err(problem) => {
+                return self.unsupported(format!(
+                    "a sketch whose {problem}: CadQuery makes the first wire the outer boundary and every other wire a hole, FreeCAD nests wires by containment, and the two differ here"
+                ))
+            }
+        };
+        match separate_touching_holes(&mut wires, &touching_pairs) {
+            Ok(shrunk) if shrunk.is_empty() => {}
+            Ok(shrunk) => {
+                let names: Vec<String> = shrunk.iter().map(|k| format!("wire {}", k + 1)).collect();
+                self.notes.push(format!(
+                    "line {line}: holes touch each other (a wall of zero thickness, invalid in CadQuery too); shrank the circle of {} by {TANGENT_HOLE_SHRINK:e} of the sketch's size",
+                    names.join(", ")
+                ));
+            }
+            Err((a, b)) => {
+                return self.unsupported(format!(
+                    "a sketch whose holes {} and {} touch and neither is a circle (a wall of zero thickness)",
+                    a + 1,
+                    b + 1
+                ));
+            }
+        }
+        let (cut_later, kept): (Vec<_>, Vec<_>) = wires.iter().enumerate().partition(|(k, _)| touching.contains(k));
+        let global = |ws: Vec<(usize, &Vec<Curve2>)>| -> Vec<Vec<Curve>> {
+            ws.into_iter().map(|(_, w)| to_global(&plane, w)).collect()
+        };
+        let (loops, hole_loops) = (global(kept), global(cut_later));
+        let areas: Vec<f64> = loops.iter().map(|l| crate::import::loop_area(l, &plane).abs()).collect();
+        let expected_area = Some(areas[0] - areas[1..].iter().sum::<f64>());
+        let span = if both {
+            Span { forward: d.abs(), backward: d.abs() }
+        } else if d > 0.0 {
+            Span { forward: d, backward: 0.0 }
+        } else {
+            Span { forward: 0.0, backward: -d }
+        };
+        let label = format!("extrusion of line {line}");
+        if !hole_loops.is_empty() {
+            let holes: Vec<String> = touching.iter().map(|k| (k + 1).to_string()).collect();
+            self.touching_holes.insert(
+                self.features.len(),
+                Feature {
+                    plane,
+                    loops: hole_loops,
+                    span,
+                    mode: Mode::Cut,
+                    label: format!("{label}, wire {} (touches the outer wire)", holes.join(" and ")),
+                    expected_area: None,
+                    parts: Vec::new(),
+                },
+            );
+        }
+        self.features.push(Feature {
+            plane,
+            loops,
+            span,
+            // The mode is decided when the solid joins the part.
+            mode: Mode::Add,
+            label,
+            expected_area,
+            parts: Vec::new(),
+        });
+        Ok(Value::Solid(Solid { steps: vec![(Mode::Add, self.features.len() - 1)] }))
     }
 
     fn edge(&mut self, ctx: usize, curve: Curve2) -> Result<(), CqError> {
