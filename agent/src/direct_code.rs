@@ -101,8 +101,13 @@ pub fn direct_code(
     let request = Request {
         stage: Stage::DirectCode,
         system: prompts.render("direct_code_system.md", &Fill::default())?,
-        text: prompts
-            .render("direct_code.md", &Fill::default().value("seconds", format!("{:.0}", limits.wall_seconds)))?,
+        text: prompts.render(
+            "direct_code.md",
+            &Fill::default()
+                .value("seconds", format!("{:.0}", limits.wall_seconds))
+                .value("direction", crate::stage1::direction_text(config.direction))
+                .value("axes", views::axes_on_screen(config.direction)),
+        )?,
         images: vec![target_png.clone()],
         schema: prompts.schema(Stage::DirectCode).clone(),
         context: Context::default(),

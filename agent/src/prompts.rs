@@ -99,14 +99,7 @@ impl Prompts {
     /// Check an answer against its stage's schema; the errors, one line each, name the
     /// JSON path.
     pub fn validate(&self, stage: Stage, answer: &Value) -> Result<(), Vec<String>> {
-        let errors: Vec<String> = self.schemas[&stage]
-            .1
-            .iter_errors(answer)
-            .map(|e| {
-                let at = e.instance_path.to_string();
-                if at.is_empty() { e.to_string() } else { format!("at {at}: {e}") }
-            })
-            .collect();
+        let errors: Vec<String> = self.schemas[&stage].1.iter_errors(answer).flat_map(|e| explain(&e)).collect();
         if errors.is_empty() { Ok(()) } else { Err(errors) }
     }
 
@@ -114,6 +107,42 @@ impl Prompts {
     pub fn render(&self, file: &'static str, fill: &Fill) -> Result<String, PromptError> {
         let text = self.texts.get(file).map(String::as_str).unwrap_or_default();
         render(text, fill).map_err(|reason| PromptError::Template { file: file.into(), reason })
+    }
+}
+
+/// One schema error as lines a model can act on. An object that matches none of the forms
+/// of a list (`anyOf`, one form per `type`: the constraints of Stage 2) is explained by the
+/// form of its own `type` (a missing or unexpected key), or by the types there are.
+fn explain(e: &jsonschema::ValidationError) -> Vec<String> {
+    let at = |e: &jsonschema::ValidationError| {
+        let at = e.instance_path.to_string();
+        if at.is_empty() { e.to_string() } else { format!("at {at}: {e}") }
+    };
+    let jsonschema::error::ValidationErrorKind::AnyOf { context } = &e.kind else { return vec![at(e)] };
+    let about_type = |x: &jsonschema::ValidationError| x.instance_path.to_string().ends_with("/type");
+    let own: Vec<&Vec<jsonschema::ValidationError>> =
+        context.iter().filter(|branch| !branch.iter().any(about_type)).collect();
+    let kind = e.instance.get("type").and_then(Value::as_str);
+    match (own.as_slice(), kind) {
+        ([branch], Some(kind)) => branch.iter().map(|x| format!("{} (a `{kind}`)", at(x))).collect(),
+        _ => {
+            let types: Vec<String> = context
+                .iter()
+                .flatten()
+                .filter_map(|x| match &x.kind {
+                    jsonschema::error::ValidationErrorKind::Constant { expected_value } => {
+                        expected_value.as_str().map(|t| format!("`{t}`"))
+                    }
+                    _ => None,
+                })
+                .collect();
+            if types.is_empty() {
+                vec![at(e)]
+            } else {
+                let place = e.instance_path.to_string();
+                vec![format!("at {place}: \"type\" must be one of {}", types.join(", "))]
+            }
+        }
     }
 }
 
@@ -181,5 +210,30 @@ mod tests {
         assert!(p.validate(Stage::Stage1, &bad).is_err());
         let verdict = serde_json::json!({"verdict": "maybe", "reasons": []});
         assert!(p.validate(Stage::Stage3, &verdict).is_err());
+    }
+
+    #[test]
+    fn the_stage2_schema_refuses_a_constraint_with_a_wrong_key_and_says_which() {
+        let p = Prompts::load(None).expect("built-in prompts load");
+        let line = serde_json::json!({"type": "line", "start": [0.1, 0.1], "end": [0.9, 0.1]});
+        let answer =
+            |constraints: serde_json::Value| serde_json::json!({"primitives": [line], "constraints": constraints});
+        assert!(p.validate(Stage::Stage2, &answer(serde_json::json!([{"type": "horizontal", "line": "g0"}]))).is_ok());
+        // The key a model guesses for a line constraint: refused by the schema itself, with
+        // the key named.
+        let errors = p
+            .validate(Stage::Stage2, &answer(serde_json::json!([{"type": "horizontal", "a": "g0"}])))
+            .expect_err("`a` is not a key of horizontal");
+        let text = errors.join("\n");
+        assert!(text.contains("/constraints/0") && text.contains("'a'") && text.contains("horizontal"), "{text}");
+        assert!(text.contains("\"line\" is a required property"), "{text}");
+        let errors = p
+            .validate(Stage::Stage2, &answer(serde_json::json!([{"type": "distance", "a": "g0.start", "b": "g0.end"}])))
+            .expect_err("a distance needs its value");
+        assert!(errors.join("\n").contains("\"value\" is a required property"), "{errors:?}");
+        let errors = p
+            .validate(Stage::Stage2, &answer(serde_json::json!([{"type": "fixed", "point": "g0.start"}])))
+            .expect_err("no such constraint");
+        assert!(errors.join("\n").contains("must be one of `coincident`"), "{errors:?}");
     }
 }

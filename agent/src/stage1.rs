@@ -51,6 +51,8 @@ impl Engine<'_> {
             .value("sphere_center", fmt3(self.sphere.center))
             .value("sphere_radius", format!("{:.4}", self.sphere.radius))
             .value("part_diameter", format!("{:.0}", 2.0 * self.sphere.radius))
+            .value("direction", direction_text(self.config.direction))
+            .value("axes", views::axes_on_screen(self.config.direction))
             .value("entity_table", gerd::export::entity_table(state).trim_end().to_string())
             .value("history", history_text(&self.history))
             .value("feedback_text", feedback.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n"))
@@ -91,6 +93,12 @@ impl Engine<'_> {
             interpret(plan, state, &history, no_egr)
         })
     }
+}
+
+/// A view direction for a prompt: `(1, -1, 1)`.
+pub(crate) fn direction_text(d: [f64; 3]) -> String {
+    let n = |x: f64| if x == x.round() { format!("{x:.0}") } else { format!("{x:.3}") };
+    format!("({}, {}, {})", n(d[0]), n(d[1]), n(d[2]))
 }
 
 fn fmt3(p: [f64; 3]) -> String {

@@ -68,9 +68,11 @@ impl Engine<'_> {
         let request = self.request(Stage::Stage2, "stage2.md", fill, images, context)?;
         self.timing.prompt += start.elapsed().as_secs_f64();
         let config = self.config;
+        let planned = command.clone();
         let asked = self.ask(vlm, request, turn, |v| {
             let drawing: Drawing = serde_json::from_value(v).map_err(|e| e.to_string())?;
             let (sketch, snapped) = to_sketch(&drawing, &sp.name, &sp.on, &meta, &state, config)?;
+            check_parameters(&planned, &drawing.parameters)?;
             Ok((drawing.parameters, sketch, snapped))
         })?;
         Ok(match asked {
@@ -83,7 +85,7 @@ impl Engine<'_> {
                         constraints: snapped.constraints,
                     })?;
                 }
-                apply_parameters(command, &parameters, &meta, !self.config.ablations.no_lcb);
+                apply_parameters(command, &parameters);
                 Asked::Answer(sketch)
             }
             Asked::Invalid(reason) => Asked::Invalid(format!("sketch {}: {reason}", sp.name)),
@@ -105,7 +107,8 @@ pub struct Drawing {
     pub parameters: Parameters,
 }
 
-/// Revised feature parameters: lengths in the drawing's units, angles in degrees.
+/// Revised feature parameters, in the units of Stage 1's command: lengths in mm, angles in
+/// degrees (never view units: a depth is not drawn).
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 pub struct Parameters {
     pub depth: Option<f64>,
@@ -225,24 +228,93 @@ pub fn to_sketch(
     Ok((sketch, snapped))
 }
 
-/// Apply revised parameters to the command (JSON), converting lengths.
-pub fn apply_parameters(command: &mut Value, p: &Parameters, meta: &SketchMeta, view_units: bool) {
-    let length = |x: f64| if view_units { lcb::length_to_local(meta, x) } else { x };
-    if let Some(extent) = command.get_mut("extent") {
-        if let Some(d) = p.depth
-            && extent.get("depth").is_some()
-        {
-            extent["depth"] = length(d).into();
+/// How far a revision may move one of Stage 1's numbers: further is a unit mistake (view
+/// units or metres for mm), not a correction.
+pub const MAX_REVISION: f64 = 5.0;
+
+/// The places of revisable numbers in a command (JSON): depths in its extent, its angle.
+fn parameter_slot<'a>(command: &'a Value, key: &str) -> Option<&'a Value> {
+    match key {
+        "angle" => command.get("angle"),
+        _ => command.get("extent").and_then(|e| e.get(key)),
+    }
+}
+
+/// Refuse revised parameters the command has no place for, or that change its number more
+/// than [`MAX_REVISION`] times either way, naming the number and the units.
+pub fn check_parameters(command: &Value, p: &Parameters) -> Result<(), String> {
+    let unit = |key: &str| if key == "angle" { "degrees" } else { "mm" };
+    for (key, value) in [("depth", p.depth), ("depth2", p.depth2), ("angle", p.angle)] {
+        let Some(value) = value else { continue };
+        let Some(current) = parameter_slot(command, key) else {
+            return Err(format!(
+                "parameters.{key}: the command ({}) has no {key} to revise; leave it out",
+                command["op"].as_str().unwrap_or("?")
+            ));
+        };
+        if let Some(current) = current.as_f64().filter(|c| *c > 0.0) {
+            let ratio = value / current;
+            if !(1.0 / MAX_REVISION..=MAX_REVISION).contains(&ratio) {
+                return Err(format!(
+                    "parameters.{key} {value} is {} times the command's {current} {}: parameters are in {}, like Stage 1's command (not view units); leave a number out to keep it",
+                    fmt_ratio(ratio),
+                    unit(key),
+                    unit(key)
+                ));
+            }
         }
-        if let Some(d) = p.depth2
-            && extent.get("depth2").is_some()
-        {
-            extent["depth2"] = length(d).into();
+    }
+    Ok(())
+}
+
+fn fmt_ratio(r: f64) -> String {
+    if r >= 1.0 { format!("{r:.0}") } else { format!("1/{:.0}", 1.0 / r) }
+}
+
+/// Apply revised parameters (checked by [`check_parameters`]) to the command (JSON).
+pub fn apply_parameters(command: &mut Value, p: &Parameters) {
+    if let Some(extent) = command.get_mut("extent") {
+        for (key, value) in [("depth", p.depth), ("depth2", p.depth2)] {
+            if let Some(v) = value
+                && extent.get(key).is_some()
+            {
+                extent[key] = v.into();
+            }
         }
     }
     if let Some(a) = p.angle
         && command.get("angle").is_some()
     {
         command["angle"] = a.into();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pad(depth: f64) -> Value {
+        serde_json::json!({"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": depth}})
+    }
+
+    #[test]
+    fn a_revision_in_another_unit_is_refused_with_its_reason() {
+        // A 6 mm plate revised to 600: a size read in the wrong unit.
+        let p = Parameters { depth: Some(600.0), ..Parameters::default() };
+        let e = check_parameters(&pad(6.0), &p).expect_err("100x is a unit mistake");
+        assert!(e.contains("parameters.depth 600 is 100 times the command's 6 mm") && e.contains("in mm"), "{e}");
+        let e = check_parameters(&pad(6.0), &Parameters { depth: Some(0.06), ..Parameters::default() })
+            .expect_err("1/100 too");
+        assert!(e.contains("1/100 times"), "{e}");
+        // A correction within 5x is the model's to make, and goes into the command as given.
+        let p = Parameters { depth: Some(7.5), ..Parameters::default() };
+        check_parameters(&pad(6.0), &p).expect("a correction");
+        let mut command = pad(6.0);
+        apply_parameters(&mut command, &p);
+        assert_eq!(command["extent"]["depth"], 7.5);
+        // A number the command does not have is named, not ignored.
+        let e = check_parameters(&pad(6.0), &Parameters { angle: Some(90.0), ..Parameters::default() })
+            .expect_err("a pad has no angle");
+        assert!(e.contains("parameters.angle") && e.contains("extrude"), "{e}");
     }
 }

@@ -133,3 +133,46 @@ impl Camera {
         -Vector3::from(self.forward)
     }
 }
+
+/// How the model's axes lie on a view from `direction` (towards the eye), in words for a
+/// prompt: `+X points down and to the right, +Y up and to the right, +Z up` for
+/// [`ISOMETRIC`]. Same basis as [`Camera::framing`].
+pub fn axes_on_screen(direction: [f64; 3]) -> String {
+    let camera = Camera::framing(Point3::origin(), 1.0, Vector3::from(direction), false, 64, 64, 1.0);
+    let way = |i: usize| {
+        let (right, up, forward) = (camera.right[i], camera.up[i], camera.forward[i]);
+        let vertical = if up > 0.2 {
+            Some("up")
+        } else if up < -0.2 {
+            Some("down")
+        } else {
+            None
+        };
+        let horizontal = if right > 0.2 {
+            Some("to the right")
+        } else if right < -0.2 {
+            Some("to the left")
+        } else {
+            None
+        };
+        match (vertical, horizontal) {
+            (Some(v), Some(h)) => format!("{v} and {h}"),
+            (Some(v), None) => v.to_string(),
+            (None, Some(h)) => h.to_string(),
+            (None, None) if forward > 0.0 => "away from the viewer".to_string(),
+            (None, None) => "towards the viewer".to_string(),
+        }
+    };
+    format!("+X points {}, +Y {}, +Z {}", way(0), way(1), way(2))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_axes_of_the_isometric_view_in_words() {
+        assert_eq!(axes_on_screen(ISOMETRIC), "+X points down and to the right, +Y up and to the right, +Z up");
+        assert_eq!(axes_on_screen([0.0, -1.0, 0.0]), "+X points to the right, +Y away from the viewer, +Z up");
+    }
+}

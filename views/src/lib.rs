@@ -36,7 +36,7 @@ pub mod raster;
 pub mod scene;
 mod view;
 
-pub use camera::{Camera, ISOMETRIC, Projection};
+pub use camera::{Camera, ISOMETRIC, Projection, axes_on_screen};
 pub use raster::{IdBuffers, Style};
 pub use scene::{Material, NO_ENTITY, Scene};
 pub use view::{

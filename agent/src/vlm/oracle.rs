@@ -445,6 +445,10 @@ fn same_body<'a>(state: &'a ModelState, id: &str) -> std::borrow::Cow<'a, ModelS
 }
 
 /// The entity of `state` with the signature's geometry, placed.
+/// How far two unit normals may differ and still be one direction: the oracle draws in view
+/// coordinates rounded to 1e-4 of the window, which tilts a slanted side by up to ~1e-4.
+const NORMAL_TOLERANCE: f64 = 2e-3;
+
 fn matching(sig: &Signature, state: &ModelState, placement: Placement) -> Option<String> {
     let s = placement.s;
     let diagonal = state.bbox.map_or(1.0, |b| b.diagonal()).max(1e-12);
@@ -452,6 +456,12 @@ fn matching(sig: &Signature, state: &ModelState, placement: Placement) -> Option
     let dist = |a: [f64; 3], b: [f64; 3]| (Vector3::from(a) - Vector3::from(placement.point(b))).norm();
     let opt = |a: Option<[f64; 3]>, b: Option<[f64; 3]>| match (a, b) {
         (Some(a), Some(b)) => dist(a, b),
+        (None, None) => 0.0,
+        _ => f64::INFINITY,
+    };
+    // Directions are not placed: a normal is the same whatever the scale and offset.
+    let turn = |a: Option<[f64; 3]>, b: Option<[f64; 3]>| match (a, b) {
+        (Some(a), Some(b)) => (Vector3::from(a) - Vector3::from(b)).norm(),
         (None, None) => 0.0,
         _ => f64::INFINITY,
     };
@@ -465,9 +475,9 @@ fn matching(sig: &Signature, state: &ModelState, placement: Placement) -> Option
                 .clone()
                 .map(|f| {
                     let area_off = (f.area - area * s * s).abs() / (area * s * s).max(1e-12);
-                    let normal_off = opt(f.normal, *normal);
+                    let normal_off = turn(f.normal, *normal);
                     let d = dist(f.centroid, *centroid)
-                        + if area_off > 1e-2 || normal_off > 1e-3 { f64::INFINITY } else { 0.0 };
+                        + if area_off > 1e-2 || normal_off > NORMAL_TOLERANCE { f64::INFINITY } else { 0.0 };
                     (d, f.id.clone())
                 })
                 .collect();
@@ -476,7 +486,7 @@ fn matching(sig: &Signature, state: &ModelState, placement: Placement) -> Option
                 let n = Vector3::from((*normal)?);
                 let offset = Vector3::from(placement.point(*centroid)).dot(&n);
                 let coplanar: Vec<(f64, String)> = same_kind
-                    .filter(|f| f.normal.is_some_and(|m| (Vector3::from(m) - n).norm() < 1e-6))
+                    .filter(|f| turn(f.normal, Some(n.into())) <= NORMAL_TOLERANCE)
                     .filter(|f| (Vector3::from(f.centroid).dot(&n) - offset).abs() <= tolerance)
                     .map(|f| (dist(f.centroid, *centroid), f.id.clone()))
                     .collect();
