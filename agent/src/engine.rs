@@ -278,6 +278,18 @@ pub(crate) fn kernel<T>(
     result
 }
 
+/// The sketch without its constraints labelled `#n` in `labels` (the solver dropped them as
+/// redundant; ties the bridge adds itself, `auto`, are not in the sketch).
+fn without_constraints(sketch: &mut Sketch, labels: &[String]) {
+    let drop: Vec<usize> = labels.iter().filter_map(|l| l.strip_prefix('#')?.parse().ok()).collect();
+    let mut index = 0;
+    sketch.constraints.retain(|_| {
+        let keep = !drop.contains(&index);
+        index += 1;
+        keep
+    });
+}
+
 /// Strip the code fences some models wrap JSON in.
 pub(crate) fn json_text(text: &str) -> &str {
     let t = text.trim();
@@ -624,7 +636,7 @@ impl Engine<'_> {
                 }
             }
         };
-        let preview = match self.candidate(session, &sketches, &command)? {
+        let preview = match self.candidate(session, &mut sketches, &command, turn)? {
             Ok(p) => p,
             Err(reason) => return self.failed_candidate(turn, reason),
         };
@@ -656,19 +668,36 @@ impl Engine<'_> {
     }
 
     /// Execute the sketches and preview the feature; on a failure the document is put back.
+    /// Constraints the solver drops as redundant are recorded and left out of the sketches
+    /// that will be committed.
     fn candidate(
         &mut self,
         session: &mut Session,
-        sketches: &[Sketch],
+        sketches: &mut [Sketch],
         command: &Command,
+        turn: Turn,
     ) -> Result<Result<Preview, String>, LoopError> {
-        for (i, sketch) in sketches.iter().enumerate() {
+        for (i, sketch) in sketches.iter_mut().enumerate() {
             let c = Command::Sketch(sketch.clone());
-            if let Err(e) = kernel(&mut self.timing, session, |s| s.execute(&c)) {
-                if i > 0 {
-                    self.rollback(session)?;
+            match kernel(&mut self.timing, session, |s| s.execute(&c)) {
+                Ok(executed) if !executed.dropped.is_empty() => {
+                    let event = TraceEvent::Dropped {
+                        step: turn.step,
+                        attempt: turn.attempt,
+                        sketch: sketch.name.clone(),
+                        constraints: executed.dropped.clone(),
+                    };
+                    without_constraints(sketch, &executed.dropped);
+                    self.emit(event)?;
                 }
-                return Ok(Err(format!("sketch {}: {e}", sketch.name)));
+                Ok(_) => {}
+                Err(e) => {
+                    let name = sketch.name.clone();
+                    if i > 0 {
+                        self.rollback(session)?;
+                    }
+                    return Ok(Err(format!("sketch {name}: {e}")));
+                }
             }
         }
         let diagonal = session.state().bbox.map_or(2.0 * self.sphere.radius, |b| b.diagonal());

@@ -46,6 +46,10 @@ pub enum TraceEvent {
     Retrieved { step: usize, attempt: usize, hits: Vec<gerd::retrieve::Hit> },
     /// PGR ties added to a drawn sketch.
     Snapped { step: usize, attempt: usize, sketch: String, constraints: Vec<String> },
+    /// Constraints of a sketch the solver found redundant: dropped, and the step goes on
+    /// (`#3` is the sketch's `constraints[3]`: the drawing's, then PGR's ties; `auto` a
+    /// coincidence the bridge added where curves meet).
+    Dropped { step: usize, attempt: usize, sketch: String, constraints: Vec<String> },
     /// Stage 3 rejected the candidate.
     Rejected { step: usize, attempt: usize, reasons: Vec<String> },
     /// A candidate was executed: committed (`ok`) or failed.

@@ -196,6 +196,16 @@ pub fn draw_sphere(image: &mut RgbImage, center_px: [f64; 2], radius_px: f64) {
     }
 }
 
+/// Draw S_t's outline on an orthographic view of the model.
+pub fn draw_sphere_on(view: &mut views::View, sphere: Sphere) {
+    let camera = &view.meta.camera;
+    if let (Some((x, y, _)), views::Projection::Orthographic { pixels_per_unit }) =
+        (camera.project(&nalgebra::Point3::from(sphere.center)), camera.projection)
+    {
+        draw_sphere(&mut view.image, [x, y], sphere.radius * pixels_per_unit);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,15 +226,5 @@ mod tests {
         let t = Target::analyse(disc, "disc.png").expect("a part");
         assert!((t.center_px[0] - 60.0).abs() < 1.0 && (t.center_px[1] - 40.0).abs() < 1.0);
         assert!((t.radius_px - 20.0).abs() < 1.5, "{}", t.radius_px);
-    }
-}
-
-/// Draw S_t's outline on an orthographic view of the model.
-pub fn draw_sphere_on(view: &mut views::View, sphere: Sphere) {
-    let camera = &view.meta.camera;
-    if let (Some((x, y, _)), views::Projection::Orthographic { pixels_per_unit }) =
-        (camera.project(&nalgebra::Point3::from(sphere.center)), camera.projection)
-    {
-        draw_sphere(&mut view.image, [x, y], sphere.radius * pixels_per_unit);
     }
 }

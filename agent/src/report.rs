@@ -165,6 +165,14 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                     escape(&serde_json::to_string(constraints).unwrap_or_default())
                 );
             }
+            TraceEvent::Dropped { sketch, constraints, .. } => {
+                let _ = write!(
+                    h,
+                    "<p>Redundant constraints dropped from {}: {}</p>",
+                    escape(sketch),
+                    escape(&constraints.join(", "))
+                );
+            }
             TraceEvent::End { reason, .. } => {
                 let _ = write!(h, "<h2>END</h2><p>{}</p>", escape(reason));
             }

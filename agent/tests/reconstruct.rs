@@ -238,6 +238,44 @@ fn box_sketch() -> Value {
         {"type": "line", "start": [0.7, 0.4], "end": [0.4, 0.4]}, {"type": "line", "start": [0.4, 0.4], "end": [0.4, 0.6]}]}})
 }
 
+/// A drawing with one constraint too many (the rectangle's top is horizontal, its bottom too,
+/// and then parallel to the top): the solver's redundant constraint is dropped and recorded,
+/// and the step is accepted at its first attempt.
+#[test]
+fn a_redundant_constraint_is_dropped_and_recorded_and_the_step_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = target_image(&example_path("box"), dir.path());
+    let mut sketch = box_sketch();
+    sketch["answer"]["constraints"] = serde_json::json!([
+        {"type": "horizontal", "line": "g0"}, {"type": "horizontal", "line": "g2"},
+        {"type": "vertical", "line": "g1"}, {"type": "parallel", "a": "g0", "b": "g2"}]);
+    let accept = serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": []}});
+    let end = serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}});
+    let script = dir.path().join("script.jsonl");
+    write_script(&script, &[box_plan(), sketch, accept, end]);
+    let out = dir.path().join("out");
+    let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let events = trace(&out);
+    let dropped: Vec<&Value> = events.iter().filter(|e| e["event"] == "dropped").collect();
+    assert_eq!(dropped.len(), 1, "{events:?}");
+    assert_eq!(dropped[0]["sketch"], "S1");
+    let labels: Vec<&str> =
+        dropped[0]["constraints"].as_array().expect("labels").iter().filter_map(Value::as_str).collect();
+    assert_eq!(labels.len(), 1, "one of the four is redundant: {labels:?}");
+    let committed = events.iter().find(|e| e["event"] == "execute" && e["ok"] == true).expect("committed");
+    assert_eq!((committed["attempt"].as_u64(), committed["verified"].as_bool()), (Some(1), Some(true)));
+    assert!(!events.iter().any(|e| e["event"] == "execute" && e["ok"] == false), "no failed candidate");
+    // What is committed is what solves: the dropped constraint is not in the program.
+    let program: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+    let kept = program["commands"][0]["constraints"].as_array().map_or(0, Vec::len);
+    assert_eq!(kept, 3, "{}", program["commands"][0]);
+    assert!(
+        std::fs::read_to_string(out.join("report.html")).expect("report").contains("Redundant constraints dropped")
+    );
+}
+
 #[test]
 fn rejections_go_back_to_stage_one_and_the_third_candidate_is_committed_unverified() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -528,6 +528,13 @@ def add_sketch(cmd):
             raise CommandFailed("constraint %s %s refused: %s" % (c["kind"], c.get("label", ""), exception_text(exc)))
     MODEL.doc.recompute()
     status = sk.solve()
+    dropped = []
+    if status == -2:
+        # Redundant only (conflicts rank first): the solver's own choice is removed and the
+        # sketch solves as drawn; the caller learns which constraints went.
+        dropped = _drop_redundant(sk, [c.get("label", "") for c in cmd["constraints"]])
+        MODEL.doc.recompute()
+        status = sk.solve()
     if status != 0 or "Invalid" in sk.State:
         reasons = {-1: "the solver failed", -2: "redundant constraints", -3: "conflicting constraints"}
         detail = reasons.get(status, sk.getStatusString())
@@ -535,7 +542,29 @@ def add_sketch(cmd):
         if conflicting:
             detail += " (constraints %s)" % ", ".join(str(i - 1) for i in conflicting)
         raise CommandFailed("sketch %s cannot be solved: %s" % (cmd["name"], detail), cmd["name"])
-    return {"feature": sk.Name, "frame": frame_of(sk)}
+    result = {"feature": sk.Name, "frame": frame_of(sk)}
+    if dropped:
+        result["dropped"] = dropped
+    return result
+
+
+def _constraint_key(c):
+    return (c.Type, c.First, c.FirstPos, c.Second, c.SecondPos, c.Third, c.ThirdPos, c.Value)
+
+
+def _drop_redundant(sk, labels):
+    """Remove the constraints the solver finds redundant; return their labels, in order.
+    Removal keeps the order of the rest, so the removed ones are found by walking both lists."""
+    before = [_constraint_key(c) for c in sk.Constraints]
+    sk.autoRemoveRedundants(True)
+    after = [_constraint_key(c) for c in sk.Constraints]
+    dropped, j = [], 0
+    for i, key in enumerate(before):
+        if j < len(after) and after[j] == key:
+            j += 1
+        else:
+            dropped.append(labels[i] if i < len(labels) else "#%d" % i)
+    return dropped
 
 
 def _configure_extent(feat, extent, pocket):

@@ -133,6 +133,9 @@ pub struct ExecuteReply {
     /// The local frame of a new sketch or plane.
     #[serde(default)]
     pub frame: Option<Frame>,
+    /// A sketch's redundant constraints the worker removed, by label.
+    #[serde(default)]
+    pub dropped: Vec<String>,
     /// The entity table after the command.
     pub state: ModelState,
 }

@@ -141,3 +141,31 @@ fn a_failed_parameter_edit_restores_the_old_values() {
     assert!(err.to_string().contains("Nope.Length"), "{err}");
     assert_eq!(snapshot(&mut s), before);
 }
+
+#[test]
+fn redundant_constraints_are_dropped_and_named_and_conflicting_ones_refused() {
+    let mut s = session();
+    let rectangle = r#"{"op": "sketch", "name": "S1", "on": "XY", "primitives": [
+        {"type": "line", "start": [0, 0], "end": [10, 0]}, {"type": "line", "start": [10, 0], "end": [10, 5]},
+        {"type": "line", "start": [10, 5], "end": [0, 5]}, {"type": "line", "start": [0, 5], "end": [0, 0]}],
+        "constraints": [CONSTRAINTS]}"#;
+    // The bottom is horizontal and parallel to the top, which is horizontal too: one of the
+    // three says nothing new.
+    let redundant = rectangle.replace(
+        "CONSTRAINTS",
+        r#"{"type": "horizontal", "line": "g0"}, {"type": "horizontal", "line": "g2"}, {"type": "parallel", "a": "g0", "b": "g2"}"#,
+    );
+    let executed = s.execute(&command(&redundant)).expect("the sketch solves without the redundant constraint");
+    assert_eq!(executed.dropped.len(), 1, "{executed:?}");
+    assert!(executed.dropped[0].starts_with('#'), "{executed:?}");
+    assert!(s.state().features.iter().any(|f| f.name == "S1"));
+    // Two lengths for one line conflict: refused, the document unchanged.
+    let mut s = session();
+    let conflicting = rectangle.replace(
+        "CONSTRAINTS",
+        r#"{"type": "length", "line": "g0", "value": 10}, {"type": "length", "line": "g0", "value": 12}"#,
+    );
+    let err = s.execute(&command(&conflicting)).expect_err("conflicting constraints");
+    assert!(err.to_string().contains("conflicting"), "{err}");
+    assert!(s.state().empty && s.state().features.is_empty(), "nothing was added");
+}

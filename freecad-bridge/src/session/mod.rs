@@ -29,6 +29,11 @@ pub struct Executed {
     pub feature: Option<String>,
     /// The local frame of a new sketch or plane.
     pub frame: Option<Frame>,
+    /// A sketch's constraints the solver found redundant and removed, by label: `#3` for
+    /// the sketch's own `constraints[3]`, `auto` for a tie the bridge added (see
+    /// [`crate::command::Sketch::auto_coincident`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
 }
 
 /// An editable parameter of the document.
@@ -172,7 +177,7 @@ impl Session {
                 let reply: ExecuteReply =
                     serde_json::from_value(response).map_err(|e| protocol(format!("bad execute response: {e}")))?;
                 self.adopt(reply.state);
-                Ok(Executed { feature: reply.feature, frame: reply.frame })
+                Ok(Executed { feature: reply.feature, frame: reply.frame, dropped: reply.dropped })
             }
             Err(refusal) => Err(refusal.command(op)),
         }
