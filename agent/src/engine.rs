@@ -69,6 +69,13 @@ pub struct Outcome {
     pub failure: Option<String>,
     pub calls: usize,
     pub rejections: usize,
+    /// Candidates that failed to execute or preview (each sent back to Stage 1).
+    #[serde(default)]
+    pub failed_candidates: usize,
+    /// Steps committed without a verification (after `max_rejections` rejections, or with
+    /// EVf off).
+    #[serde(default)]
+    pub unverified_commits: usize,
     pub usage: Usage,
     pub timing: Timing,
     /// Per accepted step: the harness's own seconds.
@@ -183,6 +190,8 @@ impl Reconstruction {
             timing: Timing::default(),
             calls: 0,
             rejections: 0,
+            failed_candidates: 0,
+            unverified: Vec::new(),
             usage: Usage::default(),
             name,
             scene: None,
@@ -248,6 +257,9 @@ pub(crate) struct Engine<'a> {
     pub timing: Timing,
     calls: usize,
     pub rejections: usize,
+    failed_candidates: usize,
+    /// Steps committed without a verification, in order.
+    pub unverified: Vec<usize>,
     usage: Usage,
     name: String,
     /// The scene of the current accepted state, once tessellated.
@@ -365,6 +377,8 @@ impl Engine<'_> {
             failure,
             calls: self.calls,
             rejections: self.rejections,
+            failed_candidates: self.failed_candidates,
+            unverified_commits: self.unverified.len(),
             usage: self.usage,
             timing: self.timing,
             step_timing,
@@ -594,7 +608,7 @@ impl Engine<'_> {
         {
             return self.failed_candidate(turn, e.to_string());
         }
-        let outcome = self.attempt_in_body(vlm, session, turn, &state, plan, command, switch.clone())?;
+        let outcome = self.attempt_in_body(vlm, session, turn, &state, plan, command, switch.clone(), feedback)?;
         // A failure after the switch may have rebuilt the document already (back in the
         // body it started in); otherwise the switch is undone here.
         let switched = session.state().active_body != state.active_body || session.state().bodies != state.bodies;
@@ -616,11 +630,12 @@ impl Engine<'_> {
         plan: Plan,
         command: Command,
         switch: Option<Command>,
+        feedback: &[String],
     ) -> Result<Attempt, LoopError> {
         let mut command_value = plan.command.clone();
         let mut sketches: Vec<Sketch> = Vec::new();
         for sp in &plan.sketches {
-            match self.stage2(vlm, session, &plan, sp, turn, &mut command_value)? {
+            match self.stage2(vlm, session, &plan, sp, turn, &mut command_value, feedback)? {
                 Asked::Answer(sketch) => sketches.push(sketch),
                 Asked::Invalid(reason) => return Ok(Attempt::retry(reason)),
                 Asked::Backend(reason) => return Ok(Attempt::Failed(reason)),
@@ -656,6 +671,9 @@ impl Engine<'_> {
         self.emit(TraceEvent::Execute(Execution::committed(turn.step, turn.attempt, turn.verify, committed.clone())))?;
         self.history.extend(committed);
         self.steps_done += 1;
+        if !turn.verify && !self.config.ablations.no_evf {
+            self.unverified.push(self.steps_done);
+        }
         self.scene = None;
         self.write_program(false)?;
         self.register(session)?;
@@ -663,6 +681,7 @@ impl Engine<'_> {
     }
 
     fn failed_candidate(&mut self, turn: Turn, reason: String) -> Result<Attempt, LoopError> {
+        self.failed_candidates += 1;
         self.emit(TraceEvent::Execute(Execution::failed(turn.step, turn.attempt, reason.clone())))?;
         Ok(Attempt::retry(format!("the candidate failed: {reason}")))
     }

@@ -179,11 +179,13 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
             TraceEvent::Stop { outcome: o } => {
                 let _ = write!(
                     h,
-                    "<h2>Outcome</h2><p>{} steps accepted; {}; {} model calls, {} rejections; {:.2} s.</p>",
+                    "<h2>Outcome</h2><p>{} steps accepted; {}; {} model calls, {} rejections, {} failed candidates, {} unverified commits; {:.2} s.</p>",
                     o.steps,
                     escape(&o.stop),
                     o.calls,
                     o.rejections,
+                    o.failed_candidates,
+                    o.unverified_commits,
                     o.seconds
                 );
                 if o.usage.input_tokens > 0 {

@@ -55,8 +55,10 @@ impl Engine<'_> {
             .value("axes", views::axes_on_screen(self.config.direction))
             .value("entity_table", gerd::export::entity_table(state).trim_end().to_string())
             .value("history", history_text(&self.history))
-            .value("feedback_text", feedback.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n"))
+            .value("feedback_text", feedback_text(feedback))
             .flag("feedback", !feedback.is_empty())
+            .value("unverified_step", self.steps_done.to_string())
+            .flag("unverified", self.unverified.last() == Some(&self.steps_done) && self.steps_done > 0)
             .flag("empty", state.empty)
             .value("bodies", state.bodies.iter().map(|b| b.id.as_str()).collect::<Vec<_>>().join(", "))
             .value("active_body", format!("B{}", state.active_body_number()))
@@ -93,6 +95,11 @@ impl Engine<'_> {
             interpret(plan, state, &history, no_egr)
         })
     }
+}
+
+/// Why earlier attempts at a step failed, one line each.
+pub(crate) fn feedback_text(feedback: &[String]) -> String {
+    feedback.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n")
 }
 
 /// A view direction for a prompt: `(1, -1, 1)`.

@@ -21,7 +21,8 @@ use crate::{lcb, register};
 
 impl Engine<'_> {
     /// Stage 2 for one sketch: the sketch view, the drawing, LCB and PGR; revised
-    /// parameters go into `command`.
+    /// parameters go into `command`. `feedback`: why earlier attempts at the step failed.
+    #[allow(clippy::too_many_arguments)] // the engine's state is split across &mut borrows
     pub(crate) fn stage2(
         &mut self,
         vlm: &mut dyn Vlm,
@@ -30,6 +31,7 @@ impl Engine<'_> {
         sp: &SketchPlan,
         turn: Turn,
         command: &mut Value,
+        feedback: &[String],
     ) -> Result<Asked<Sketch>, LoopError> {
         let frame = match kernel(&mut self.timing, session, |s| s.plane_frame(&sp.on)) {
             Ok(f) => f,
@@ -60,7 +62,9 @@ impl Engine<'_> {
             .value("sketch_on", sp.on.clone())
             .value("plan", plan.describe())
             .value("window_size", format!("{:.4}", meta.window.size))
-            .value("projected", pgr::projected_table(&meta, &state).trim_end().to_string());
+            .value("projected", pgr::projected_table(&meta, &state).trim_end().to_string())
+            .value("feedback_text", crate::stage1::feedback_text(feedback))
+            .flag("feedback", !feedback.is_empty());
         let mut context = self.context(&state);
         context.plan = Some(plan.clone());
         context.sketch = Some(SketchRequest { name: sp.name.clone(), on: sp.on.clone(), meta: meta.clone() });

@@ -37,7 +37,8 @@ impl Engine<'_> {
             .value("step", turn.step.to_string())
             .value("plan", plan.describe())
             .value("preview_summary", summary(&preview.state))
-            .value("before_summary", summary(state));
+            .value("before_summary", summary(state))
+            .value("delta", delta(state, &preview.state));
         let mut context = self.context(state);
         context.plan = Some(plan.clone());
         context.preview = Some(preview.state.clone());
@@ -79,6 +80,14 @@ impl Verdict {
     pub fn accepted(&self) -> bool {
         self.verdict == Decision::Accept
     }
+}
+
+/// What a candidate changes, in one line: `volume +1200.000 mm3 (+25.0%), faces 6 -> 10`.
+pub fn delta(before: &freecad_bridge::ModelState, after: &freecad_bridge::ModelState) -> String {
+    let dv = after.volume - before.volume;
+    let share = if before.volume > 0.0 { format!(" ({:+.1}%)", 100.0 * dv / before.volume) } else { String::new() };
+    let solid = if after.valid { "" } else { ", not a valid solid" };
+    format!("volume {dv:+.3} mm3{share}, faces {} -> {}{solid}", before.faces.len(), after.faces.len())
 }
 
 /// One line summarising a model state for the Stage 3 prompt.

@@ -295,6 +295,14 @@ fn rejections_go_back_to_stage_one_and_the_third_candidate_is_committed_unverifi
     let stage1_texts: Vec<&str> =
         events.iter().filter(|e| e["stage"] == "stage1").filter_map(|e| e["request"]["text"].as_str()).collect();
     assert!(stage1_texts[1].contains("too thin") && !stage1_texts[0].contains("too thin"));
+    // The rejection's reasons reach the next drawing too.
+    let stage2_texts: Vec<&str> =
+        events.iter().filter(|e| e["stage"] == "stage2").filter_map(|e| e["request"]["text"].as_str()).collect();
+    assert!(stage2_texts[1].contains("too thin") && !stage2_texts[0].contains("too thin"));
+    // The step after an unverified commit says so, and the outcome counts it.
+    assert!(stage1_texts[3].contains("Step 1 was committed without a verification"), "{}", stage1_texts[3]);
+    assert!(!stage1_texts[2].contains("without a verification"));
+    assert_eq!(outcome(&out)["unverified_commits"], 1);
     let committed = events.iter().find(|e| e["event"] == "execute" && e["ok"] == true).expect("committed");
     assert_eq!(committed["verified"], false);
     let program: Value =

@@ -266,7 +266,14 @@ impl Sim {
             }
             for (key, x, value) in draws {
                 let relative = self.rates.parameter * self.normal(Kind::Parameter);
+                // A model names a full turn as 360 and no angle beyond it: the draw is made
+                // (the stream stays in step) but a full turn stays whole and angles stay in
+                // (0, 360].
+                if key == "angle" && x >= 360.0 {
+                    continue;
+                }
                 let y = round4(x * (1.0 + relative));
+                let y = if key == "angle" { y.min(360.0) } else { y };
                 *value = y.into();
                 injected.push(json!({"stage": "stage1", "kind": "parameter", "where": format!("{op}.{key}"),
                     "from": x, "to": y, "relative": relative}));

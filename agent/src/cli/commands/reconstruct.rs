@@ -144,7 +144,7 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
     let u = &outcome.usage;
     let cost = u.cost.map(|c| format!(", cost {c:.4}")).unwrap_or_default();
     eprintln!(
-        "{}: {} steps, {}; {} model calls ({} tokens in, {} out{cost}), {} rejections; harness {:.2} s, model {:.2} s; wrote {}/{{model.FCStd, model.step, program.json, trace.jsonl, report.html}}",
+        "{}: {} steps, {}; {} model calls ({} tokens in, {} out{cost}), {} rejections, {} failed candidates, {} unverified commits; harness {:.2} s, model {:.2} s; wrote {}/{{model.FCStd, model.step, program.json, trace.jsonl, report.html}}",
         args.image.display(),
         outcome.steps,
         outcome.stop,
@@ -152,6 +152,8 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
         u.input_tokens,
         u.output_tokens,
         outcome.rejections,
+        outcome.failed_candidates,
+        outcome.unverified_commits,
         outcome.timing.harness(),
         outcome.timing.model,
         out.display()
