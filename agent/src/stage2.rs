@@ -63,6 +63,9 @@ impl Engine<'_> {
             .value("plan", plan.describe())
             .value("window_size", format!("{:.4}", meta.window.size))
             .value("projected", pgr::projected_table(&meta, &state).trim_end().to_string())
+            .value("grid_right", axis_name(meta.view_to_world.x_step))
+            .value("grid_down", axis_name(meta.view_to_world.y_step))
+            .value("grid_viewer", axis_name(towards_viewer(&meta)))
             .value("feedback_text", crate::stage1::feedback_text(feedback))
             .flag("feedback", !feedback.is_empty());
         let mut context = self.context(&state);
@@ -96,6 +99,30 @@ impl Engine<'_> {
             Asked::Backend(reason) => Asked::Backend(reason),
         })
     }
+}
+
+/// A model direction for a prompt: `+X` along an axis, else its components.
+fn axis_name(v: [f64; 3]) -> String {
+    let n = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    if n == 0.0 {
+        return "(0, 0, 0)".into();
+    }
+    let u = v.map(|x| x / n);
+    for (i, name) in ["X", "Y", "Z"].iter().enumerate() {
+        for sign in [1.0, -1.0] {
+            if (0..3).all(|k| (u[k] - if k == i { sign } else { 0.0 }).abs() < 1e-6) {
+                return format!("{}{name}", if sign > 0.0 { "+" } else { "-" });
+            }
+        }
+    }
+    format!("({:.3}, {:.3}, {:.3})", u[0], u[1], u[2])
+}
+
+/// The model direction towards the eye of a sketch view: right x down points away from it.
+fn towards_viewer(meta: &SketchMeta) -> [f64; 3] {
+    let (a, b) = (meta.view_to_world.x_step, meta.view_to_world.y_step);
+    let away = [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
+    away.map(|x| -x)
 }
 
 /// How far outside the [0,1] grid a point may lie under registration (view units).
@@ -299,6 +326,13 @@ mod tests {
 
     fn pad(depth: f64) -> Value {
         serde_json::json!({"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": depth}})
+    }
+
+    #[test]
+    fn model_directions_read_as_axes_or_components() {
+        assert_eq!(axis_name([0.0, 0.0, 2.5]), "+Z");
+        assert_eq!(axis_name([0.0, -1.0, 0.0]), "-Y");
+        assert_eq!(axis_name([0.6, 0.8, 0.0]), "(0.600, 0.800, 0.000)");
     }
 
     #[test]
