@@ -187,6 +187,7 @@ impl Reconstruction {
             history: Vec::new(),
             steps_done: 0,
             sphere: Sphere { center: [0.0; 3], radius: config.part_radius },
+            moved: [0.0; 3],
             timing: Timing::default(),
             calls: 0,
             rejections: 0,
@@ -254,6 +255,8 @@ pub(crate) struct Engine<'a> {
     pub history: Vec<Command>,
     pub steps_done: usize,
     pub sphere: Sphere,
+    /// How far the last registration moved S_t's centre.
+    pub moved: [f64; 3],
     pub timing: Timing,
     calls: usize,
     pub rejections: usize,
@@ -751,6 +754,7 @@ impl Engine<'_> {
         let start = Instant::now();
         let fit = register::refit(&self.target, &scene, self.sphere, self.config.direction);
         self.timing.render += start.elapsed().as_secs_f64();
+        self.moved = std::array::from_fn(|i| fit.sphere.center[i] - self.sphere.center[i]);
         self.sphere = fit.sphere;
         self.emit(TraceEvent::Register { step: self.steps_done, fit })
     }

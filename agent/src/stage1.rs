@@ -50,6 +50,8 @@ impl Engine<'_> {
             .value("max_steps", self.config.max_steps.to_string())
             .value("sphere_center", fmt3(self.sphere.center))
             .value("sphere_radius", format!("{:.4}", self.sphere.radius))
+            .value("moved_by", fmt3(self.moved))
+            .flag("moved", self.moved.iter().any(|d| d.abs() >= 5e-5))
             .value("part_diameter", format!("{:.0}", 2.0 * self.sphere.radius))
             .value("direction", direction_text(self.config.direction))
             .value("axes", views::axes_on_screen(self.config.direction))
