@@ -322,8 +322,8 @@ impl Engine<'_> {
         started: Instant,
     ) -> Result<Outcome, LoopError> {
         let config = self.config;
-        let target_image = self.target.image.clone();
-        self.save(&target_image, "target.png")?;
+        let shown = self.target_as_shown();
+        self.save(&shown, "target.png")?;
         let mut finished = false;
         kernel(&mut self.timing, session, |s| s.reset().map(|_| ()))?;
         if resume {
@@ -393,6 +393,21 @@ impl Engine<'_> {
         report::write_json(&self.out.join("outcome.json"), &outcome)?;
         report::write_html(&self.out)?;
         Ok(outcome)
+    }
+
+    /// The target as every request shows it: a copy with the circle around the part's
+    /// silhouette (what S_t stands for, dashed; not under no-Reg) and the model's axes as
+    /// the target's direction shows them (a triad in the lower left corner).
+    fn target_as_shown(&self) -> image::RgbImage {
+        let mut shown = self.target.image.clone();
+        if !self.config.ablations.no_reg {
+            register::draw_sphere(&mut shown, self.target.center_px, self.target.radius_px);
+        }
+        let (w, h) = shown.dimensions();
+        let size = f64::from(w.min(h));
+        let length = (size * 0.07).max(12.0);
+        views::draw_axes(&mut shown, self.config.direction, (length + 10.0, f64::from(h) - length - 10.0), length);
+        shown
     }
 
     /// Record an event: `trace.jsonl` first, then the other sinks.

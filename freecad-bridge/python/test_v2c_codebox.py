@@ -305,7 +305,26 @@ def test_g_no_solid(case):
     case.run("w = Part.makePolygon([Vector(0,0,0), Vector(1,0,0), Vector(1,1,0)])\nPart.show(w)\nresult = w\n")
     expect(case, "no_solid", [])
     case.run("print('nothing')\n")
-    expect(case, "no_solid", [])
+    r = expect(case, "no_solid", [])
+    check("the document is empty" in r["error"], "an empty document is named: %s" % r["error"], case)
+    # A sketch whose constraints conflict: its pad builds nothing, and the outcome says which
+    # feature is in which state instead of only "no solid".
+    case.run("""
+body = doc.addObject('PartDesign::Body', 'Body')
+sk = body.newObject('Sketcher::SketchObject', 'S1')
+sk.Support = ([f for f in body.Origin.OriginFeatures if f.Role == 'XY_Plane'][0], [''])
+sk.MapMode = 'FlatFace'
+sk.addGeometry(Part.LineSegment(Vector(0, 0, 0), Vector(10, 0, 0)))
+sk.addConstraint(Sketcher.Constraint('DistanceX', 0, 1, 0, 2, 10))
+sk.addConstraint(Sketcher.Constraint('DistanceX', 0, 1, 0, 2, 12))
+pad = body.newObject('PartDesign::Pad', 'Pad')
+pad.Profile = sk
+pad.Length = 5
+doc.recompute()
+""")
+    r = expect(case, "no_solid", [])
+    check("S1 (Sketcher::SketchObject)" in r["error"] and "Pad (PartDesign::Pad)" in r["error"],
+          "each feature's state is named: %s" % r["error"], case)
 
 
 def test_h_write_in_out_dir(case):

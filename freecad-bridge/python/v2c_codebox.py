@@ -536,7 +536,25 @@ def _collect_and_save(namespace, doc_name, out_dir, modules):
                 target = d
                 break
     if shape_result is None and not objs:
-        return _response("no_solid", "the script made no solid (no `result` shape, no body or Part feature with a solid)")
+        # Say what the script did build and in which state, so a failure can be read: a
+        # sketch the solver refused, a pad on nothing...
+        states = []
+        for d in docs:
+            for o in d.Objects:
+                if o.TypeId in _ORIGIN_TYPES:
+                    continue
+                if _broken(o):
+                    states.append(_status(o))
+                elif o.TypeId.startswith("Sketcher::") or _has_solids(_shape(o)):
+                    states.append("%s (%s): ok" % (o.Name, o.TypeId))
+                else:
+                    states.append("%s (%s): no solid" % (o.Name, o.TypeId))
+        detail = "; ".join(states[:8]) if states else "the document is empty"
+        return _response(
+            "no_solid",
+            "the script made no solid (no `result` shape, no body or Part feature with a solid); features: " + detail,
+            feature_states=states,
+        )
 
     feature_errors = [_status(o) for o in target.Objects if _broken(o)]
     if objs:

@@ -41,7 +41,7 @@ pub use raster::{IdBuffers, Style};
 pub use scene::{Material, NO_ENTITY, Scene};
 pub use view::{
     LabelKinds, LabelMeta, MIN_EDGE_PIXELS, Meta, Options, ProjectedEdge, SketchMeta, Unlabelled, View, ViewToWorld,
-    Window, preview, sketch, tagged, target,
+    Window, draw_axes, preview, sketch, tagged, target,
 };
 
 /// A tessellation tolerance suited to a view of a part of this size (bounding diagonal).

@@ -699,3 +699,22 @@ fn side_by_side(left: &RgbImage, target: &RgbImage) -> RgbImage {
     draw::text(&mut out, f64::from(w) + 12.0, 6.0, 12.0, Rgb([40, 40, 40]), "target");
     out
 }
+
+/// A small triad of the model's axes as a view from `direction` shows them, drawn at pixel
+/// `at` with arms `length` pixels long (red X, green Y, blue Z), so a picture says which way
+/// the axes point.
+pub fn draw_axes(image: &mut RgbImage, direction: [f64; 3], at: (f64, f64), length: f64) {
+    let camera = Camera::framing(Point3::origin(), 1.0, Vector3::from(direction), false, 64, 64, 1.0);
+    let colors = [Rgb([200, 40, 40]), Rgb([30, 150, 50]), Rgb([40, 80, 210])];
+    for (i, name) in ["X", "Y", "Z"].iter().enumerate() {
+        let (dx, dy) = (camera.right[i], -camera.up[i]);
+        let tip = (at.0 + dx * length, at.1 + dy * length);
+        for offset in [-0.5, 0.0, 0.5] {
+            draw::line(image, (at.0 + offset, at.1), (tip.0 + offset, tip.1), colors[i]);
+            draw::line(image, (at.0, at.1 + offset), (tip.0, tip.1 + offset), colors[i]);
+        }
+        let norm = dx.hypot(dy).max(1e-9);
+        let label = (tip.0 + 6.0 * dx / norm - 4.0, tip.1 + 6.0 * dy / norm - 7.0);
+        draw::text_with_halo(image, label.0, label.1, 13.0, colors[i], name);
+    }
+}
