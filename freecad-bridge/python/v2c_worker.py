@@ -538,14 +538,31 @@ def add_sketch(cmd):
     if status != 0 or "Invalid" in sk.State:
         reasons = {-1: "the solver failed", -2: "redundant constraints", -3: "conflicting constraints"}
         detail = reasons.get(status, sk.getStatusString())
-        conflicting = list(getattr(sk, "Conflicting", []) or []) + list(getattr(sk, "Redundant", []) or [])
-        if conflicting:
-            detail += " (constraints %s)" % ", ".join(str(i - 1) for i in conflicting)
+        if status == -3:
+            culprits = _conflicting(sk, [c.get("label", "") for c in cmd["constraints"]])
+            if culprits:
+                detail += " (%s: the sketch solves without any one of them)" % ", ".join(culprits)
         raise CommandFailed("sketch %s cannot be solved: %s" % (cmd["name"], detail), cmd["name"])
     result = {"feature": sk.Name, "frame": frame_of(sk)}
     if dropped:
         result["dropped"] = dropped
     return result
+
+
+def _conflicting(sk, labels):
+    """The constraints in conflict, by label: those without which the sketch solves (each is
+    switched off in turn and back on)."""
+    found = []
+    for i in range(len(sk.Constraints)):
+        try:
+            sk.setActive(i, False)
+            solved = sk.solve() in (0, -2)
+            sk.setActive(i, True)
+        except Exception:
+            continue
+        if solved:
+            found.append(labels[i] if i < len(labels) else "#%d" % i)
+    return found
 
 
 def _constraint_key(c):

@@ -166,6 +166,6 @@ fn redundant_constraints_are_dropped_and_named_and_conflicting_ones_refused() {
         r#"{"type": "length", "line": "g0", "value": 10}, {"type": "length", "line": "g0", "value": 12}"#,
     );
     let err = s.execute(&command(&conflicting)).expect_err("conflicting constraints");
-    assert!(err.to_string().contains("conflicting"), "{err}");
+    assert!(err.to_string().contains("conflicting constraints (#0, #1:"), "the two lengths are named: {err}");
     assert!(s.state().empty && s.state().features.is_empty(), "nothing was added");
 }
