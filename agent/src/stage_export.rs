@@ -110,31 +110,30 @@ pub fn record_part_undisturbed(
     seed: u64,
     embedder: impl Fn() -> Result<Option<Box<dyn gerd::retrieve::embed::Embedder>>, LoopError>,
 ) -> Result<Vec<StageSample>, LoopError> {
-    const RETRIES: usize = 3;
-    let mut attempts = 0;
-    loop {
-        let before = session.replacements();
-        let _ = std::fs::remove_dir_all(work);
-        let recorded = record_part(part_dir, work, config, session, perturb, seed, embedder()?);
-        if session.replacements() == before {
-            return recorded;
-        }
-        attempts += 1;
-        if attempts > RETRIES {
-            return Err(LoopError::Bridge(freecad_bridge::BridgeError::KernelFault {
+    session
+        .undisturbed(
+            3,
+            |s| {
+                let _ = std::fs::remove_dir_all(work);
+                record_part(part_dir, work, config, s, perturb, seed, embedder()?)
+            },
+            |_, _| {
+                tracing::warn!("the FreeCAD worker was lost while recording {}; recording it again", part_dir.display())
+            },
+        )
+        .unwrap_or_else(|(attempts, _)| {
+            Err(LoopError::Bridge(freecad_bridge::BridgeError::KernelFault {
                 attempts,
                 last: "the worker was lost while the part was recorded".into(),
-            }));
-        }
-        tracing::warn!("the FreeCAD worker was lost while recording {}; recording it again", part_dir.display());
-    }
+            }))
+        })
 }
 
 /// Rebuild one GERD part (`part_dir`) with the oracle through the loop, in `work` (a scratch
 /// directory), and return every stage call it made. `embedder` is the retrieval index's,
 /// when the configuration has one (it must not hold this part). A rebuild that fails is an
 /// error: its calls are not samples.
-pub fn record_part(
+fn record_part(
     part_dir: &Path,
     work: &Path,
     config: &Config,

@@ -6,37 +6,17 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use gerd::record::{RecordOptions, Split, part_dirs, read_part, write_index, write_part};
-
-fn generate_set(root: &Path, seed: u64, count: usize) {
-    generate_with(root, seed, count, 2);
-}
-
-fn generate_with(root: &Path, seed: u64, count: usize, workers: usize) {
-    let pool = freecad_bridge::WorkerPool::new(common::config(), workers);
-    let indices: Vec<usize> = (0..count).collect();
-    let options = RecordOptions { view_size: 200 };
-    let results = pool.map(
-        &indices,
-        |session, &i| {
-            let part = gerd::generate::generate(session, seed, i, Split::Train)
-                .unwrap_or_else(|e| panic!("part {i} of seed {seed}: {e}"));
-            write_part(session, &part, root, &options).unwrap_or_else(|e| panic!("writing part {i}: {e}"));
-            Ok(())
-        },
-        |_| {},
-    );
-    assert!(results.iter().all(Result::is_ok));
-    write_index(root).expect("index");
-}
+use gerd::record::{Split, part_dirs, read_part};
 
 #[test]
 fn validate_finds_corrupted_records_and_export_writes_loadable_samples() {
     let root = tempfile::tempdir().expect("tempdir");
-    generate_set(root.path(), 5, 3);
     let binary = common::binary();
     let run = |args: &[&str]| Command::new(binary).args(args).output().expect("vision2cad runs");
     let dir = root.path().to_str().expect("utf-8");
+    let generate = ["gerd", "generate", "--count", "3", "--seed", "5", "--split", "3,0,0", "--view-size", "200"];
+    let generated = run(&[&generate[..], &["--workers", "2", "--out", dir]].concat());
+    assert!(generated.status.success(), "{}", String::from_utf8_lossy(&generated.stderr));
 
     let ok = run(&["gerd", "validate", dir]);
     assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stdout));

@@ -107,25 +107,22 @@ impl WorkerPool {
     where
         F: Fn(&mut Session, &I) -> Result<T, BridgeError>,
     {
-        let mut attempt = 0;
-        loop {
-            let before = session.replacements();
-            let result = session.reset().map(|_| ()).and_then(|()| job(session, item));
-            if session.replacements() == before {
-                return result;
-            }
-            attempt += 1;
-            let what = match &result {
-                Err(e) => e.to_string(),
-                Ok(_) => "the worker was lost and replaced during the item".into(),
-            };
-            if attempt > self.fault_retries {
-                return Err(BridgeError::KernelFault { attempts: attempt, last: what });
-            }
-            tracing::warn!(
-                "the FreeCAD worker was lost during an item ({what}); running the item again from its start"
-            );
-        }
+        let what = |result: &Result<T, BridgeError>| match result {
+            Err(e) => e.to_string(),
+            Ok(_) => "the worker was lost and replaced during the item".into(),
+        };
+        session
+            .undisturbed(
+                self.fault_retries,
+                |s| s.reset().map(|_| ()).and_then(|()| job(s, item)),
+                |_, result| {
+                    tracing::warn!(
+                        "the FreeCAD worker was lost during an item ({}); running the item again from its start",
+                        what(result)
+                    )
+                },
+            )
+            .unwrap_or_else(|(attempts, last)| Err(BridgeError::KernelFault { attempts, last: what(&last) }))
     }
 }
 

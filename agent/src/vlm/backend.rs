@@ -84,6 +84,10 @@ impl BackendSpec {
         if self.kind != BackendKind::Openai {
             return Ok(None);
         }
+        self.chat_client(settings).map(Some)
+    }
+
+    fn chat_client(&self, settings: &VlmSettings) -> Result<ChatClient, BackendError> {
         let base_url = self
             .base_url
             .clone()
@@ -93,7 +97,7 @@ impl BackendSpec {
         if let Some((count, dir)) = &self.slots {
             client.limit_across_processes(dir.clone(), *count)?;
         }
-        Ok(Some(client))
+        Ok(client)
     }
 
     /// The loop's backend; `client` is what [`Self::connect`] returned.
@@ -104,10 +108,7 @@ impl BackendSpec {
         session: &mut Session,
     ) -> Result<Box<dyn Vlm>, BackendError> {
         let mut vlm: Box<dyn Vlm> = match self.kind {
-            BackendKind::Openai => match client {
-                Some(c) => Box::new(c),
-                None => Box::new(self.connect(&config.vlm)?.ok_or(BackendError::NotACodeWriter)?),
-            },
+            BackendKind::Openai => Box::new(client.map_or_else(|| self.chat_client(&config.vlm), Ok)?),
             BackendKind::Oracle | BackendKind::Sim => {
                 let gt = self.gt.as_ref().ok_or(BackendError::NoGroundTruth)?;
                 let truth = GroundTruth::load(gt, session).map_err(BackendError::GroundTruth)?;
@@ -129,7 +130,7 @@ impl BackendSpec {
     /// The direct-code baseline's backend: a model that writes code.
     pub fn open_code_writer(&self, settings: &VlmSettings) -> Result<Box<dyn Vlm>, BackendError> {
         match self.kind {
-            BackendKind::Openai => Ok(Box::new(self.connect(settings)?.ok_or(BackendError::NotACodeWriter)?)),
+            BackendKind::Openai => Ok(Box::new(self.chat_client(settings)?)),
             BackendKind::Scripted => Ok(Box::new(self.scripted()?)),
             BackendKind::Oracle | BackendKind::Sim => Err(BackendError::NotACodeWriter),
         }

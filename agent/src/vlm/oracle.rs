@@ -57,15 +57,9 @@ impl GroundTruth {
     /// the way is the machine's fault: the program runs again from its start (three more
     /// times at most), so the states are the undisturbed ones.
     pub fn execute(program: Program, session: &mut Session) -> Result<GroundTruth, String> {
-        let mut attempt = 0;
-        loop {
-            let before = session.replacements();
-            let result = Self::execute_once(&program, session);
-            if session.replacements() == before || attempt == 3 {
-                return result.map(|states| GroundTruth { program, states });
-            }
-            attempt += 1;
-        }
+        let states =
+            session.undisturbed(3, |s| Self::execute_once(&program, s), |_, _| {}).unwrap_or_else(|(_, last)| last)?;
+        Ok(GroundTruth { program, states })
     }
 
     fn execute_once(program: &Program, session: &mut Session) -> Result<Vec<ModelState>, String> {

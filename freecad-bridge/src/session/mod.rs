@@ -168,6 +168,32 @@ impl Session {
         self.replacements
     }
 
+    /// Run `job` until a run of it loses no worker, at most `1 + retries` times: a worker
+    /// lost on the way is the machine's fault, not the job's, so the job runs again from its
+    /// start and its result is an undisturbed run's. `rerun` hears of each disturbed run
+    /// (its number, from 1, and its result). `Err` holds the runs made and the last result
+    /// when every run was disturbed.
+    pub fn undisturbed<T>(
+        &mut self,
+        retries: usize,
+        mut job: impl FnMut(&mut Session) -> T,
+        mut rerun: impl FnMut(usize, &T),
+    ) -> Result<T, (usize, T)> {
+        let mut runs = 0;
+        loop {
+            let before = self.replacements;
+            let result = job(self);
+            runs += 1;
+            if self.replacements == before {
+                return Ok(result);
+            }
+            if runs > retries {
+                return Err((runs, result));
+            }
+            rerun(runs, &result);
+        }
+    }
+
     /// Execute one command. On failure the document is exactly as before.
     pub fn execute(&mut self, command: &Command) -> Result<Executed, BridgeError> {
         let op = command.op().to_string();

@@ -132,11 +132,25 @@ pub fn deepcad_files(path: &Path) -> Result<Vec<SourceFile>, GerdError> {
     Ok(files)
 }
 
+/// Files an earlier run imported, and those left to import.
+#[derive(Debug, Clone)]
+pub struct Pending<'a> {
+    pub earlier: Vec<&'a SourceFile>,
+    pub todo: Vec<&'a SourceFile>,
+}
+
+/// `files` split by whether an earlier run imported them into the dataset at `out`.
+pub fn already_imported<'a>(files: &'a [SourceFile], out: &Path) -> Pending<'a> {
+    let (earlier, todo) = files.iter().partition(|f| read_part(&part_dir(out, &f.part_id())).is_ok());
+    Pending { earlier, todo }
+}
+
 /// Import `files` into the dataset at `out` (part folders; the caller writes the index and
-/// the report), skipping those an earlier run imported. `done` is told of each file as it
-/// ends (true when it failed), for progress.
+/// the report), skipping `earlier`, what [`already_imported`] found imported. `done` is told
+/// of each file as it ends (true when it failed), for progress.
 pub fn import_deepcad_files(
     files: &[SourceFile],
+    Pending { earlier, todo }: Pending,
     out: &Path,
     pool: &WorkerPool,
     units: Units,
@@ -144,8 +158,6 @@ pub fn import_deepcad_files(
 ) -> Result<FolderImport, GerdError> {
     let parts = out.join(crate::record::PARTS_DIR);
     std::fs::create_dir_all(&parts).map_err(|e| GerdError::io(&parts, e))?;
-    let (earlier, todo): (Vec<&SourceFile>, Vec<&SourceFile>) =
-        files.iter().partition(|f| read_part(&part_dir(out, &f.part_id())).is_ok());
     let results = pool.map(
         &todo,
         |session, file| {

@@ -62,18 +62,18 @@ pub fn compare(a: &RunResults, b: &RunResults, top: usize) -> String {
     {
         out.push_str(&format!("| {name} | {} | {} | |\n", a.status.get(status), b.status.get(status)));
     }
-    let index = |r: &'_ RunResults| -> BTreeMap<String, PartResult> {
-        r.per_part.iter().map(|p| (p.id.clone(), p.clone())).collect()
-    };
+    fn index(r: &RunResults) -> BTreeMap<&str, &PartResult> {
+        r.per_part.iter().map(|p| (p.id.as_str(), p)).collect()
+    }
     let (pa, pb) = (index(a), index(b));
     let iou = |s: &Option<PartScore>| s.and_then(|s| s.iou).unwrap_or(0.0);
-    let mut moved: Vec<(f64, &String, f64, f64, f64, f64)> = pa
+    let mut moved: Vec<(f64, &str, f64, f64, f64, f64)> = pa
         .iter()
         .filter_map(|(id, x)| {
             let y = pb.get(id)?;
             Some((
                 (iou(&y.static_) - iou(&x.static_)).abs(),
-                id,
+                *id,
                 iou(&x.static_),
                 iou(&y.static_),
                 iou(&x.edit10),
@@ -82,7 +82,7 @@ pub fn compare(a: &RunResults, b: &RunResults, top: usize) -> String {
         })
         .collect();
     moved.sort_by(|l, r| r.0.total_cmp(&l.0).then(l.1.cmp(r.1)));
-    let only = |from: &BTreeMap<String, PartResult>, to: &BTreeMap<String, PartResult>| {
+    let only = |from: &BTreeMap<&str, &PartResult>, to: &BTreeMap<&str, &PartResult>| {
         from.keys().filter(|k| !to.contains_key(*k)).count()
     };
     out.push_str(&format!(

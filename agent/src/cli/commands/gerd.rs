@@ -723,12 +723,13 @@ fn import_deepcad_files(
     let files: Vec<SourceFile> =
         deepcad_files(path)?.into_iter().filter(|f| shard.is_none_or(|s| s.holds(&f.part_id()))).collect();
     let pool = WorkerPool::new(worker.config()?, workers);
-    let earlier = files.iter().filter(|f| read_part(&part_dir(out, &f.part_id())).is_ok()).count();
-    if earlier > 0 {
-        eprintln!("resuming: {earlier} of {} files already imported", files.len());
+    let pending = gerd::import::folder::already_imported(&files, out);
+    if !pending.earlier.is_empty() {
+        eprintln!("resuming: {} of {} files already imported", pending.earlier.len(), files.len());
     }
-    let bar = Progress::new("importing", files.len() - earlier);
-    let import = gerd::import::folder::import_deepcad_files(&files, out, &pool, units, |failed| bar.tick(failed))?;
+    let bar = Progress::new("importing", pending.todo.len());
+    let import =
+        gerd::import::folder::import_deepcad_files(&files, pending, out, &pool, units, |failed| bar.tick(failed))?;
     bar.finish();
     let report_path = crate::cli::shard::shard_file(&out.join("import-report.jsonl"), shard);
     crate::cli::files::write_atomic(&report_path, import.report_lines().as_bytes())?;
