@@ -83,7 +83,7 @@ mod tests {
         // x = -X, y tilted 30 degrees out of -Y towards Z.
         let frame =
             Frame { origin: [3.0, -2.0, 7.5], x_axis: [-1.0, 0.0, 0.0], y_axis: [0.0, -c, s], normal: [0.0, s, c] };
-        let m = meta(frame.clone(), Window { u0: -12.5, v0: 4.0, size: 40.0 });
+        let m = meta(frame, Window { u0: -12.5, v0: 4.0, size: 40.0 });
         for p in [[0.0, 0.0], [1.0, 1.0], [0.1234, 0.9876], [-0.4, 1.3]] {
             let q = view_to_local(&m, p);
             let back = local_to_view(&m, q);

@@ -1,5 +1,5 @@
 //! The worker protocol: one JSON line per [`Request`] (tagged by `type`), answered by one
-//! line `{"ok": ...}` or `{"err": {"reason", "entity", "kind"}}`. `python/v2c_worker.py`
+//! line `{"ok": ...}` or `{"err": {"reason", "entity", "kind"}}`. The `python/v2c_worker/` package
 //! dispatches on the same `type` names; a refusal carries a [`RefusalKind`] so callers can
 //! tell a boolean that changed nothing from one that left separate solids without reading
 //! FreeCAD's wording.
@@ -177,7 +177,7 @@ mod tests {
         let r = Request::PlaneFrame { on: "F3".into() };
         assert_eq!(r.to_value(), serde_json::json!({"type": "plane_frame", "on": "F3"}));
         assert_eq!(Request::Reset.to_value(), serde_json::json!({"type": "reset"}));
-        let worker = include_str!("../python/v2c_worker.py");
+        let worker = crate::worker::WORKER_PACKAGE.iter().find(|(name, _)| *name == "dispatch").expect("dispatch").1;
         for r in [
             Request::Reset,
             Request::State,

@@ -153,7 +153,8 @@ pub struct Feature {
 }
 
 /// A local frame: a sketch point (u, v) lies at `origin + u * x_axis + v * y_axis`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The one frame type of the bridge and the importers.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Frame {
     pub origin: Point3,
     pub x_axis: Point3,
@@ -162,9 +163,20 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// The frame OCCT's `gp_Ax3(origin, normal, x_dir)` builds: the normal wins and the
+    /// x direction is made perpendicular to it (CadQuery's `Plane` does exactly this).
+    /// `None` when the normal is zero or the x direction is parallel to it.
+    pub fn from_normal_x(origin: Point3, normal: Point3, x_dir: Point3) -> Option<Frame> {
+        use crate::geometry::{cross, unit};
+        let normal = unit(normal)?;
+        let x_axis = unit(cross(normal, cross(x_dir, normal)))?;
+        Some(Frame { origin, x_axis, y_axis: cross(normal, x_axis), normal })
+    }
+
     /// The 3D point of local sketch coordinates (u, v).
     pub fn to_global(&self, u: f64, v: f64) -> Point3 {
-        std::array::from_fn(|i| self.origin[i] + u * self.x_axis[i] + v * self.y_axis[i])
+        use crate::geometry::{add, scale};
+        add(self.origin, add(scale(self.x_axis, u), scale(self.y_axis, v)))
     }
 
     /// Local sketch coordinates of a 3D point projected onto the frame's plane (the

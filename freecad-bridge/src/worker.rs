@@ -20,7 +20,18 @@ use serde_json::Value;
 use crate::error::CallError;
 use crate::protocol::Reply;
 
-const WORKER_SOURCE: &str = include_str!("../python/v2c_worker.py");
+/// The Python package `v2c_worker`, module by module in the order they import each other
+/// (its `__init__.py` lists the same order).
+pub(crate) const WORKER_PACKAGE: [(&str, &str); 8] = [
+    ("__init__", include_str!("../python/v2c_worker/__init__.py")),
+    ("document", include_str!("../python/v2c_worker/document.py")),
+    ("entities", include_str!("../python/v2c_worker/entities.py")),
+    ("commands", include_str!("../python/v2c_worker/commands.py")),
+    ("files", include_str!("../python/v2c_worker/files.py")),
+    ("meshes", include_str!("../python/v2c_worker/meshes.py")),
+    ("evaluation", include_str!("../python/v2c_worker/evaluation.py")),
+    ("dispatch", include_str!("../python/v2c_worker/dispatch.py")),
+];
 const READY_PREFIX: &str = "ready ";
 const STDERR_TAIL_LINES: usize = 40;
 
@@ -212,9 +223,8 @@ pub fn worker_main() -> Result<(), String> {
     let mut protocol = std::io::BufWriter::new(std::fs::File::from(protocol_fd));
 
     let home = std::env::var("FREECAD_USER_HOME").unwrap_or_default();
-    let source = CString::new(WORKER_SOURCE).map_err(|e| e.to_string())?;
     let handler = Python::attach(|py| -> PyResult<(Py<PyAny>, String)> {
-        let module = PyModule::from_code(py, &source, c"v2c_worker.py", c"v2c_worker")?;
+        let module = load_worker_package(py)?;
         let version: String = module.getattr("init")?.call1((home,))?.extract()?;
         Ok((module.getattr("handle")?.unbind(), version))
     });
@@ -250,6 +260,33 @@ pub fn worker_main() -> Result<(), String> {
         writeln!(protocol, "{response}").and_then(|()| protocol.flush()).map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// Run the embedded `v2c_worker` package's modules in order and return its `dispatch`.
+fn load_worker_package(py: pyo3::Python<'_>) -> pyo3::PyResult<pyo3::Bound<'_, pyo3::types::PyModule>> {
+    use pyo3::prelude::*;
+    use pyo3::types::PyModule;
+
+    let as_c = |text: String| CString::new(text).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()));
+    let mut package: Option<Bound<'_, PyModule>> = None;
+    let mut last = None;
+    for (name, source) in WORKER_PACKAGE {
+        let (module_name, file_name) = match name {
+            "__init__" => ("v2c_worker".to_string(), "v2c_worker/__init__.py".to_string()),
+            _ => (format!("v2c_worker.{name}"), format!("v2c_worker/{name}.py")),
+        };
+        let module = PyModule::from_code(py, &as_c(source.to_string())?, &as_c(file_name)?, &as_c(module_name)?)?;
+        match &package {
+            None => {
+                // A package, so that `from v2c_worker.entities import ...` reads as it would on disk.
+                module.setattr("__path__", Vec::<String>::new())?;
+                package = Some(module.clone());
+            }
+            Some(package) => package.setattr(name, &module)?,
+        }
+        last = Some(module);
+    }
+    Ok(last.expect("the package has modules"))
 }
 
 /// The requests at which workers die ([`FAULT_ENV`]).

@@ -156,7 +156,7 @@ fn examples_build_the_expected_solids_and_survive_the_depth_edit() {
 fn a_sketch_on_an_inclined_plane_lies_in_that_plane() {
     let mut s = session();
     s.execute_program(&example("inclined_prism")).expect("inclined prism");
-    let frame = s.state().feature("S1").and_then(|f| f.frame.clone()).expect("sketch frame");
+    let frame = s.state().feature("S1").and_then(|f| f.frame).expect("sketch frame");
     let (sin, cos) = 30f64.to_radians().sin_cos();
     let expected_normal = [0.0, -sin, cos];
     for (actual, expected) in frame.normal.iter().zip(expected_normal) {
@@ -182,7 +182,7 @@ fn a_plane_inclined_about_an_edge_turns_about_that_edge() {
     ]}"#,
     );
     s.execute_program(&p).expect("plane about an edge");
-    let frame = s.state().feature("P1").and_then(|f| f.frame.clone()).expect("plane frame");
+    let frame = s.state().feature("P1").and_then(|f| f.frame).expect("plane frame");
     // E10 runs along x at y = 10 on the top face: the plane contains it and is tilted 45
     // degrees, so its normal has no x part and equal |y| and |z| parts.
     assert!(frame.normal[0].abs() < 1e-9, "{:?}", frame.normal);
@@ -236,17 +236,17 @@ fn tessellation_comes_back_as_flat_arrays_per_face_and_edge() {
     let state = s.state().clone();
     assert_eq!(t.face_offsets.len(), state.faces.len() + 1, "one range per face");
     assert_eq!(t.edge_offsets.len(), state.edges.len() + 1, "one range per edge");
-    assert_eq!(t.positions.len() % 3, 0);
-    assert_eq!(*t.face_offsets.last().expect("offsets") as usize, t.triangle_count());
-    let n_vertices = (t.positions.len() / 3) as u32;
-    assert!(t.triangles.iter().all(|&i| i < n_vertices), "indices in range");
+    assert_eq!(t.mesh.positions.len() % 3, 0);
+    assert_eq!(*t.face_offsets.last().expect("offsets") as usize, t.mesh.triangle_count());
+    let n_vertices = (t.mesh.positions.len() / 3) as u32;
+    assert!(t.mesh.triangles.iter().all(|&i| i < n_vertices), "indices in range");
     // Triangle areas add up to the surface area (flat faces exactly, cylinders from inside).
     let p = |i: u32| {
         let i = i as usize * 3;
-        [t.positions[i], t.positions[i + 1], t.positions[i + 2]]
+        [t.mesh.positions[i], t.mesh.positions[i + 1], t.mesh.positions[i + 2]]
     };
     let area: f64 = t
-        .triangles
+        .mesh.triangles
         .chunks(3)
         .map(|tri| {
             let (a, b, c) = (p(tri[0]), p(tri[1]), p(tri[2]));
@@ -277,7 +277,7 @@ fn a_plane_can_take_any_frame_from_an_origin_and_a_chain_of_rotations() {
     ]}"#,
     );
     s.execute_program(&p).expect("plane");
-    let frame = s.state().feature("P1").and_then(|f| f.frame.clone()).expect("frame");
+    let frame = s.state().feature("P1").and_then(|f| f.frame).expect("frame");
     let (sin, cos) = 30f64.to_radians().sin_cos();
     let close = |a: [f64; 3], b: [f64; 3]| (0..3).all(|i| (a[i] - b[i]).abs() < 1e-9);
     assert!(close(frame.origin, [3.0, 4.0, 5.0]), "{:?}", frame.origin);

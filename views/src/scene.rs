@@ -53,12 +53,12 @@ impl Scene {
 
     fn add_mesh(&mut self, t: &Tessellation, material: Material, tag_faces: bool) {
         let base = self.positions.len() as u32;
-        let n = t.positions.len() / 3;
-        self.positions.extend((0..n).filter_map(|i| point(&t.positions, i)));
+        let n = t.mesh.positions.len() / 3;
+        self.positions.extend((0..n).filter_map(|i| point(&t.mesh.positions, i)));
         let mut normals = vec![Vector3::zeros(); n];
         for (face, w) in t.face_offsets.windows(2).enumerate() {
             for tri in w[0] as usize..w[1] as usize {
-                let Some(idx) = t.triangles.get(tri * 3..tri * 3 + 3) else { continue };
+                let Some(idx) = t.mesh.triangles.get(tri * 3..tri * 3 + 3) else { continue };
                 let [a, b, c] = [idx[0] as usize, idx[1] as usize, idx[2] as usize];
                 if a >= n || b >= n || c >= n {
                     continue;

@@ -288,7 +288,7 @@ fn sketch_views_map_view_coordinates_to_the_plane_exactly() {
 fn sketch_views_on_inclined_planes_use_the_sketch_frame() {
     let mut s = session();
     let scene = build(&mut s, "inclined_prism");
-    let frame = s.state().feature("P1").and_then(|f| f.frame.clone()).expect("plane frame");
+    let frame = s.state().feature("P1").and_then(|f| f.frame).expect("plane frame");
     let window = views::Window { u0: -10.0, v0: -5.0, size: 20.0 };
     let view = views::sketch(&scene, s.state(), &frame, Some(window), &Options::default());
     let meta = view.meta.sketch.expect("sketch metadata");
@@ -311,7 +311,7 @@ fn previews_show_added_and_removed_material_and_change_nothing() {
     let state = s.state().clone();
     let p = s.preview(cut, 0.05).expect("preview of the second hole");
     assert_eq!(s.query_state().expect("state"), state, "the preview left the document as it was");
-    assert!(p.added.triangles.is_empty() && !p.removed.triangles.is_empty());
+    assert!(p.added.mesh.triangles.is_empty() && !p.removed.mesh.triangles.is_empty());
     assert!(p.state.volume < state.volume);
     let view = views::preview(&p, &Options::default(), None);
     let red = view.image.pixels().filter(|px| px.0[0] > 150 && px.0[1] < 110 && px.0[2] < 110).count();
@@ -338,7 +338,7 @@ fn previews_show_added_and_removed_material_and_change_nothing() {
     )
     .expect("pad");
     let p = s.preview(&pad, 0.05).expect("preview of the boss");
-    assert!(!p.added.triangles.is_empty() && p.removed.triangles.is_empty());
+    assert!(!p.added.mesh.triangles.is_empty() && p.removed.mesh.triangles.is_empty());
     let target = RgbImage::from_pixel(300, 300, image::Rgb([200, 200, 255]));
     let view = views::preview(&p, &Options::default(), Some(&target));
     assert_eq!(view.image.width(), 2 * 500 + 4, "candidate and target side by side");

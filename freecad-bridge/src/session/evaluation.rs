@@ -65,13 +65,20 @@ pub struct BooleanVolumes {
     pub common: f64,
 }
 
-/// One triangle mesh of a whole shape, vertices shared between faces.
+/// Triangles as flat arrays: the one mesh type of the bridge (a whole shape for the
+/// metrics; inside a [`Tessellation`](crate::Tessellation), the model's faces for the views).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TriangleMesh {
     /// x, y, z of every vertex.
     pub positions: Vec<f64>,
     /// Three vertex indices per triangle.
     pub triangles: Vec<u32>,
+}
+
+impl TriangleMesh {
+    pub fn triangle_count(&self) -> usize {
+        self.triangles.len() / 3
+    }
 }
 
 impl Session {

@@ -49,25 +49,18 @@ pub struct Parameter {
     pub value: f64,
 }
 
-/// Triangles per face and polylines per edge, as flat arrays.
+/// A model's triangles, partitioned by face, and its edges as polylines.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Tessellation {
-    /// x, y, z of every mesh vertex.
-    pub positions: Vec<f64>,
-    /// Three vertex indices per triangle.
-    pub triangles: Vec<u32>,
+    /// Every face's triangles in one mesh.
+    #[serde(flatten)]
+    pub mesh: TriangleMesh,
     /// Face `F(i+1)` owns triangles `face_offsets[i]..face_offsets[i+1]`.
     pub face_offsets: Vec<u32>,
     /// x, y, z of every polyline point.
     pub edge_points: Vec<f64>,
     /// Edge `E(i+1)` owns points `edge_offsets[i]..edge_offsets[i+1]`.
     pub edge_offsets: Vec<u32>,
-}
-
-impl Tessellation {
-    pub fn triangle_count(&self) -> usize {
-        self.triangles.len() / 3
-    }
 }
 
 /// What a command would do, computed without committing it (Stage 3 of the loop).

@@ -13,7 +13,7 @@ use freecad_bridge::Session;
 use freecad_bridge::command::Mode;
 use serde::Deserialize;
 
-use super::{Curve, Feature, Frame3, ImportError, Imported, Span, V3, build, cross, dot, norm, sub, unit};
+use super::{Curve, Feature, Frame, ImportError, Imported, Span, V3, build, cross, dot, norm, sub, unit};
 
 #[derive(Debug, Deserialize)]
 struct Document {
@@ -151,7 +151,7 @@ pub fn import_deepcad_in(json: &str, session: &mut Session, units: Units) -> Res
         notes.push("lengths x1000: the source is in metres, the program in millimetres (divide by 1000 for the source's values)".into());
     }
     let doc: Document = serde_json::from_value(value).map_err(json_error)?;
-    let mut sketches: HashMap<&str, (Frame3, SketchEntity)> = HashMap::new();
+    let mut sketches: HashMap<&str, (Frame, SketchEntity)> = HashMap::new();
     let mut last_sketch: Option<&str> = None;
     let mut features = Vec::new();
     for step in &doc.sequence {
@@ -176,7 +176,7 @@ pub fn import_deepcad_in(json: &str, session: &mut Session, units: Units) -> Res
                         &step.entity,
                     ));
                 }
-                let frame = Frame3 { origin: t.origin.v(), x, y, z };
+                let frame = Frame { origin: t.origin.v(), x_axis: x, y_axis: y, normal: z };
                 sketches.insert(step.entity.as_str(), (frame, sketch));
                 last_sketch = Some(step.entity.as_str());
             }
@@ -198,7 +198,7 @@ pub fn import_deepcad_in(json: &str, session: &mut Session, units: Units) -> Res
 fn extrusion(
     id: &str,
     e: &ExtrudeEntity,
-    sketches: &HashMap<&str, (Frame3, SketchEntity)>,
+    sketches: &HashMap<&str, (Frame, SketchEntity)>,
     last_sketch: Option<&str>,
     notes: &mut Vec<String>,
     first: bool,
@@ -276,7 +276,7 @@ fn extrusion(
         }
         refs
     };
-    let mut plane: Option<Frame3> = None;
+    let mut plane: Option<Frame> = None;
     let mut curves: Vec<Curve> = Vec::new();
     let mut loops: Vec<(bool, Vec<Curve>)> = Vec::new();
     // Each profile's loops, for extruding the profiles one by one when their merged
@@ -395,22 +395,22 @@ fn extrusion(
 }
 
 /// The plane and loops moved `offset` along the plane's normal.
-fn offset_by(plane: Frame3, loops: Vec<Vec<Curve>>, offset: f64) -> (Frame3, Vec<Vec<Curve>>) {
+fn offset_by(plane: Frame, loops: Vec<Vec<Curve>>, offset: f64) -> (Frame, Vec<Vec<Curve>>) {
     if offset == 0.0 {
         return (plane, loops);
     }
-    let shift = |p: V3| super::add(p, super::scale(plane.z, offset));
+    let shift = |p: V3| super::add(p, super::scale(plane.normal, offset));
     let moved = |c: &Curve| match *c {
         Curve::Line(a, b) => Curve::Line(shift(a), shift(b)),
         Curve::Arc(a, m, b) => Curve::Arc(shift(a), shift(m), shift(b)),
         Curve::Circle { center, radius } => Curve::Circle { center: shift(center), radius },
     };
     let loops = loops.iter().map(|l| l.iter().map(moved).collect()).collect();
-    (Frame3 { origin: shift(plane.origin), ..plane }, loops)
+    (Frame { origin: shift(plane.origin), ..plane }, loops)
 }
 
 /// The curve in global coordinates.
-fn curve3(c: &ProfileCurve, frame: &Frame3, profile: &str) -> Result<Curve, ImportError> {
+fn curve3(c: &ProfileCurve, frame: &Frame, profile: &str) -> Result<Curve, ImportError> {
     let g = |p: P| frame.to_global(p.x, p.y);
     Ok(match c {
         ProfileCurve::Line3D { start_point, end_point } => Curve::Line(g(*start_point), g(*end_point)),
@@ -488,7 +488,7 @@ fn chained(curves: &[Curve]) -> Vec<Curve> {
 
 /// A point on the loop away from its corners (the middle of its first curve), to test which
 /// other loops hold it.
-fn probe_point(chain: &[Curve], plane: &Frame3) -> Option<[f64; 2]> {
+fn probe_point(chain: &[Curve], plane: &Frame) -> Option<[f64; 2]> {
     Some(match *chain.first()? {
         Curve::Line(a, b) => plane.to_local(std::array::from_fn(|i| (a[i] + b[i]) / 2.0)),
         Curve::Arc(_, m, _) => plane.to_local(m),

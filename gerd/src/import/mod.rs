@@ -96,7 +96,7 @@ pub(crate) use freecad_bridge::geometry::{
 };
 
 /// Signed area enclosed by a closed loop, in `plane`'s coordinates (counter-clockwise positive).
-pub(crate) fn loop_area(curves: &[Curve], plane: &Frame3) -> f64 {
+pub(crate) fn loop_area(curves: &[Curve], plane: &Frame) -> f64 {
     let mut area = 0.0;
     for c in curves {
         match *c {
@@ -118,39 +118,6 @@ pub(crate) fn loop_area(curves: &[Curve], plane: &Frame3) -> f64 {
         }
     }
     area
-}
-
-/// An orthonormal right-handed frame in global coordinates.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Frame3 {
-    pub origin: V3,
-    pub x: V3,
-    pub y: V3,
-    pub z: V3,
-}
-
-impl Frame3 {
-    /// The frame OCCT's `gp_Ax3(origin, normal, x_dir)` builds: the normal wins and the
-    /// x direction is made perpendicular to it (CadQuery's `Plane` does exactly this).
-    pub fn from_normal_x(origin: V3, normal: V3, x_dir: V3) -> Option<Frame3> {
-        let z = unit(normal)?;
-        let x = unit(cross(z, cross(x_dir, z)))?;
-        let y = cross(z, x);
-        Some(Frame3 { origin, x, y, z })
-    }
-
-    pub fn to_global(self, u: f64, v: f64) -> V3 {
-        add(self.origin, add(scale(self.x, u), scale(self.y, v)))
-    }
-
-    fn of(frame: &Frame) -> Frame3 {
-        Frame3 { origin: frame.origin, x: frame.x_axis, y: frame.y_axis, z: frame.normal }
-    }
-
-    pub fn to_local(self, p: V3) -> [f64; 2] {
-        let d = sub(p, self.origin);
-        [dot(d, self.x), dot(d, self.y)]
-    }
 }
 
 /// A profile curve in global coordinates. Consecutive curves of a loop share their end
@@ -186,7 +153,7 @@ pub(crate) struct Span {
 /// One sketch and its extrusion, as the source defines them.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Feature {
-    pub plane: Frame3,
+    pub plane: Frame,
     pub loops: Vec<Vec<Curve>>,
     pub span: Span,
     pub mode: Mode,
@@ -215,7 +182,7 @@ struct Builder<'s> {
     notes: Vec<String>,
     counts: PlacementCounts,
     /// Construction planes made so far, with their planes and bodies, for reuse.
-    planes: Vec<(String, Frame3, usize)>,
+    planes: Vec<(String, Frame, usize)>,
     sketches: usize,
     placement: Placement,
 }
@@ -484,10 +451,9 @@ impl Builder<'_> {
         Ok(())
     }
 
-    fn frame(&mut self, on: &str) -> Result<Frame3, ImportError> {
+    fn frame(&mut self, on: &str) -> Result<Frame, ImportError> {
         self.session
             .plane_frame(on)
-            .map(|f| Frame3::of(&f))
             .map_err(|error| ImportError::Query { what: format!("the frame of {on}"), error })
     }
 
@@ -526,8 +492,8 @@ impl Builder<'_> {
         };
         let frame = self.frame(&on)?;
         // The support's plane must hold the profile: check it rather than trust the choice.
-        let off = dot(sub(f.plane.origin, frame.origin), frame.z);
-        if dot(frame.z, f.plane.z).abs() < 1.0 - 1e-9 || off.abs() > COPLANAR_TOLERANCE * size {
+        let off = dot(sub(f.plane.origin, frame.origin), frame.normal);
+        if dot(frame.normal, f.plane.normal).abs() < 1.0 - 1e-9 || off.abs() > COPLANAR_TOLERANCE * size {
             return Err(ImportError::Geometry {
                 what: f.label.clone(),
                 reason: format!("the support {on} does not hold the sketch plane (offset {off:e})"),
@@ -544,7 +510,7 @@ impl Builder<'_> {
             constraints: Vec::new(),
             auto_coincident: true,
         }))?;
-        let sign = if dot(frame.z, f.plane.z) > 0.0 { 1.0 } else { -1.0 };
+        let sign = if dot(frame.normal, f.plane.normal) > 0.0 { 1.0 } else { -1.0 };
         let (extent, reversed) = extent_for(f.span, sign, f.mode).ok_or_else(|| ImportError::Geometry {
             what: f.label.clone(),
             reason: format!(
@@ -571,7 +537,7 @@ impl Builder<'_> {
     }
 
     fn support(&mut self, f: &Feature, size: f64) -> Result<Support, ImportError> {
-        let z = f.plane.z;
+        let z = f.plane.normal;
         let coplanar = |normal: V3, point: V3| {
             norm(cross(normal, z)) <= PARALLEL_TOLERANCE
                 && dot(sub(f.plane.origin, point), normal).abs() <= COPLANAR_TOLERANCE * size
@@ -597,7 +563,7 @@ impl Builder<'_> {
             }
         }
         let body = self.session.state().active_body_number();
-        if let Some((name, _, _)) = self.planes.iter().find(|(_, p, b)| *b == body && coplanar(p.z, p.origin)) {
+        if let Some((name, _, _)) = self.planes.iter().find(|(_, p, b)| *b == body && coplanar(p.normal, p.origin)) {
             return Ok(Support::Construction(name.clone()));
         }
         self.construction_plane(f, size).map(Support::Construction)
@@ -616,7 +582,7 @@ impl Builder<'_> {
             [(id, _)] => return Ok(Some(id.clone())),
             _ => {}
         }
-        let mesh = self
+        let tessellation = self
             .session
             .tessellate(1e-3 * size, 0.2)
             .map_err(|error| ImportError::Query { what: "tessellating the model to place a sketch".into(), error })?;
@@ -626,9 +592,10 @@ impl Builder<'_> {
         for (id, area) in candidates {
             // The tessellation lists faces in the state's order, body by body.
             let Some(index) = id.parse().ok().and_then(|id| self.session.state().position(id)) else { continue };
-            let (Some(&t0), Some(&t1)) = (mesh.face_offsets.get(index), mesh.face_offsets.get(index + 1)) else {
+            let (Some(&t0), Some(&t1)) = (tessellation.face_offsets.get(index), tessellation.face_offsets.get(index + 1)) else {
                 continue;
             };
+            let mesh = &tessellation.mesh;
             let corner = |t: usize, k: usize| -> Option<[f64; 2]> {
                 let v = *mesh.triangles.get(3 * t + k)? as usize;
                 let p = [*mesh.positions.get(3 * v)?, *mesh.positions.get(3 * v + 1)?, *mesh.positions.get(3 * v + 2)?];
@@ -656,9 +623,9 @@ impl Builder<'_> {
         // Express the wanted frame in XY's frame (the identity in FreeCAD, but ask rather
         // than assume), then split its rotation into turns about z, the new y, the newest x.
         let origin = xy.to_local(f.plane.origin);
-        let offset = dot(sub(f.plane.origin, xy.origin), xy.z);
-        let local = |v: V3| [dot(v, xy.x), dot(v, xy.y), dot(v, xy.z)];
-        let (x, y, z) = (local(f.plane.x), local(f.plane.y), local(f.plane.z));
+        let offset = dot(sub(f.plane.origin, xy.origin), xy.normal);
+        let local = |v: V3| [dot(v, xy.x_axis), dot(v, xy.y_axis), dot(v, xy.normal)];
+        let (x, y, z) = (local(f.plane.x_axis), local(f.plane.y_axis), local(f.plane.normal));
         // Columns of R are the new axes: R[i][j] = axis_j[i].
         let r = [[x[0], y[0], z[0]], [x[1], y[1], z[1]], [x[2], y[2], z[2]]];
         let sin_b = (-r[2][0]).clamp(-1.0, 1.0);
@@ -683,7 +650,7 @@ impl Builder<'_> {
         }))?;
         let got = self.frame(&name)?;
         let error =
-            [norm(sub(got.origin, f.plane.origin)) / size, norm(sub(got.x, f.plane.x)), norm(sub(got.z, f.plane.z))]
+            [norm(sub(got.origin, f.plane.origin)) / size, norm(sub(got.x_axis, f.plane.x_axis)), norm(sub(got.normal, f.plane.normal))]
                 .into_iter()
                 .fold(0.0, f64::max);
         if error > FRAME_TOLERANCE {
@@ -701,7 +668,7 @@ impl Builder<'_> {
 
 /// A loop as a polygon in `plane`'s coordinates (arcs and circles sampled), for telling
 /// which loops lie inside which.
-pub(crate) fn loop_polygon(curves: &[Curve], plane: &Frame3) -> Vec<[f64; 2]> {
+pub(crate) fn loop_polygon(curves: &[Curve], plane: &Frame) -> Vec<[f64; 2]> {
     let mut out = Vec::new();
     for c in curves {
         match *c {
@@ -805,7 +772,7 @@ fn in_triangle(p: [f64; 2], t: &[[f64; 2]; 3], eps: f64) -> bool {
 }
 
 /// The loops as sketch primitives in `frame`.
-fn sketch_primitives(loops: &[Vec<Curve>], frame: &Frame3) -> Vec<Primitive> {
+fn sketch_primitives(loops: &[Vec<Curve>], frame: &Frame) -> Vec<Primitive> {
     let at = |p: V3| frame.to_local(p);
     loops
         .iter()
@@ -868,10 +835,10 @@ mod tests {
 
     #[test]
     fn frames_make_x_perpendicular_to_the_normal_like_occt() {
-        let f = Frame3::from_normal_x([1.0, 2.0, 3.0], [0.0, 0.0, 2.0], [1.0, 0.0, 0.5]).expect("frame");
-        assert_eq!(f.x, [1.0, 0.0, 0.0]);
-        assert_eq!(f.y, [0.0, 1.0, 0.0]);
+        let f = Frame::from_normal_x([1.0, 2.0, 3.0], [0.0, 0.0, 2.0], [1.0, 0.0, 0.5]).expect("frame");
+        assert_eq!(f.x_axis, [1.0, 0.0, 0.0]);
+        assert_eq!(f.y_axis, [0.0, 1.0, 0.0]);
         assert_eq!(f.to_global(1.0, 1.0), [2.0, 3.0, 3.0]);
-        assert!(Frame3::from_normal_x([0.0; 3], [0.0, 0.0, 1.0], [0.0, 0.0, 3.0]).is_none());
+        assert!(Frame::from_normal_x([0.0; 3], [0.0, 0.0, 1.0], [0.0, 0.0, 3.0]).is_none());
     }
 }

@@ -7,7 +7,7 @@ use freecad_bridge::command::Mode;
 
 use super::CqError;
 use super::parser::{Expr, Stmt, parse_cadquery};
-use crate::import::{Curve, Feature, Frame3, Span, V3, arc_angles, circumcircle, norm, sub};
+use crate::import::{Curve, Feature, Frame, Span, V3, arc_angles, circumcircle, norm, sub};
 
 /// A 2D curve in a workplane's local coordinates.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -20,7 +20,7 @@ enum Curve2 {
 /// What CadQuery's `CQContext` holds for us.
 #[derive(Debug, Clone)]
 struct Context {
-    plane: Frame3,
+    plane: Frame,
     pending_edges: Vec<Curve2>,
     first_point: Option<[f64; 2]>,
     pending_wires: Vec<Vec<Curve2>>,
@@ -52,7 +52,7 @@ enum Value {
     Bool(bool),
     Tuple(Vec<Value>),
     Vector(V3),
-    Plane(Frame3),
+    Plane(Frame),
     Workplane {
         ctx: usize,
         top: Top,
@@ -227,7 +227,7 @@ impl Eval {
                     if crate::import::dot(z, xd).abs() > 1e-6 {
                         return self.semantic("Plane: xDir and normal are not orthogonal");
                     }
-                    match Frame3::from_normal_x(*o, *n, *x) {
+                    match Frame::from_normal_x(*o, *n, *x) {
                         Some(f) => Ok(Value::Plane(f)),
                         None => self.semantic("Plane: degenerate frame"),
                     }
@@ -725,7 +725,7 @@ fn callee_name(func: &Expr) -> String {
     }
 }
 
-fn to_global(plane: &Frame3, wire: &[Curve2]) -> Vec<Curve> {
+fn to_global(plane: &Frame, wire: &[Curve2]) -> Vec<Curve> {
     let g = |p: [f64; 2]| plane.to_global(p[0], p[1]);
     wire.iter()
         .map(|c| match *c {

@@ -184,7 +184,7 @@ fn run_render(args: &RenderBench) -> Result<ExitCode> {
     let mut deflection = diagonal * 1e-3;
     let mut tessellation = session.tessellate(deflection, 0.2)?;
     for _ in 0..16 {
-        if tessellation.triangle_count() >= args.triangles {
+        if tessellation.mesh.triangle_count() >= args.triangles {
             break;
         }
         deflection /= 1.6;
@@ -203,7 +203,7 @@ fn run_render(args: &RenderBench) -> Result<ExitCode> {
     println!(
         "{}: {} triangles, {} edges, {}x{} px, median of {} runs, one thread",
         args.model.display(),
-        tessellation.triangle_count(),
+        tessellation.mesh.triangle_count(),
         state.edges.len(),
         args.size,
         args.size,

@@ -1,0 +1,97 @@
+"""Triangles and polylines for the views: the model, a command's preview, a plane's frame."""
+
+from v2c_worker.commands import Snapshot, execute
+from v2c_worker.document import MODEL
+from v2c_worker.entities import _clean, _vec, frame_of, state, support_of
+
+
+def tessellate(linear, angular):
+    # Body by body, so faces and edges come in the entity table's order.
+    return tessellate_shapes(MODEL.shapes(), linear, angular)
+
+
+def tessellate_shape(shape, linear, angular):
+    return tessellate_shapes([] if shape is None else [shape], linear, angular)
+
+
+def tessellate_shapes(shapes, linear, angular):
+    positions, triangles, face_offsets = [], [], [0]
+    edge_points, edge_offsets = [], [0]
+    for shape in shapes:
+        if shape.isNull():
+            continue
+        try:
+            import MeshPart
+
+            MeshPart.meshFromShape(Shape=shape, LinearDeflection=linear, AngularDeflection=angular, Relative=False)
+        except Exception:
+            pass  # per-face tessellation below still meshes with the linear deflection
+        for face in shape.Faces:
+            pts, tris = face.tessellate(linear)
+            base = len(positions) // 3
+            for p in pts:
+                positions.extend((_clean(p.x), _clean(p.y), _clean(p.z)))
+            for t in tris:
+                triangles.extend((t[0] + base, t[1] + base, t[2] + base))
+            face_offsets.append(len(triangles) // 3)
+        for edge in shape.Edges:
+            if not edge.Degenerated:
+                for p in edge.discretize(Deflection=linear):
+                    edge_points.extend((_clean(p.x), _clean(p.y), _clean(p.z)))
+            edge_offsets.append(len(edge_points) // 3)
+    return {
+        "positions": positions,
+        "triangles": triangles,
+        "face_offsets": face_offsets,
+        "edge_points": edge_points,
+        "edge_offsets": edge_offsets,
+    }
+
+
+def preview(cmd, linear, angular):
+    """Execute `cmd` tentatively and report what it would add and remove, then roll it back.
+
+    The document is unchanged afterwards; a failing command raises as `execute` does."""
+    doc = MODEL.doc
+    snapshot = Snapshot()
+    before = MODEL.shape()
+    before = before.copy() if before is not None and not before.isNull() else None
+    result = execute(cmd)
+    try:
+        after = MODEL.shape()
+        out = {"feature": result.get("feature"), "state": state(), "boolean_failed": False}
+        out["after"] = tessellate_shapes(MODEL.shapes(), linear, angular)
+        added = removed = None
+        if cmd["op"] not in ("sketch", "plane", "body", "end") and after is not None:
+            try:
+                added = after if before is None else after.cut(before)
+                removed = None if before is None else before.cut(after)
+            except Exception:
+                out["boolean_failed"] = True
+        out["added"] = tessellate_shape(added, linear, angular)
+        out["removed"] = tessellate_shape(removed, linear, angular)
+        curves = []
+        if cmd["op"] == "sketch":
+            sketch = doc.getObject(cmd["name"])
+            for edge in sketch.Shape.Edges:
+                curves.append([_vec(p) for p in edge.discretize(Deflection=linear)])
+        out["sketch_curves"] = curves
+        return out
+    finally:
+        snapshot.restore()
+
+
+def plane_frame(on):
+    """The local frame a sketch attached to `on` (XY, F3, P1) gets, without keeping it."""
+    doc = MODEL.doc
+    snapshot = Snapshot()
+    MODEL.referenced = MODEL.owners()
+    try:
+        probe = MODEL.body.newObject("Sketcher::SketchObject", "FrameProbe")
+        probe.Support = support_of(on)
+        probe.MapMode = "FlatFace"
+        doc.recompute()
+        return frame_of(probe)
+    finally:
+        MODEL.referenced = None
+        snapshot.restore()
