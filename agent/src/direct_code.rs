@@ -93,7 +93,10 @@ pub fn direct_code(
     }
     let target = image::open(image)
         .map_err(|e| LoopError::Image { path: image.display().to_string(), reason: e.to_string() })?;
-    let target_png = out.join("target.png");
+    // Where the loop keeps the target it shows, so a folder never holds a second copy of
+    // a user's own `target.png` beside it.
+    let target_png = out.join("views").join("target.png");
+    std::fs::create_dir_all(out.join("views")).map_err(|e| io(&out.join("views"))(e.into()))?;
     target
         .save(&target_png)
         .map_err(|e| LoopError::Image { path: target_png.display().to_string(), reason: e.to_string() })?;
@@ -225,7 +228,7 @@ fn report_html(outcome: &DirectCodeOutcome, out: &Path) -> String {
     format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>direct-code baseline</title>\
          <style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto}}pre{{background:#f6f6f6;padding:1em;overflow:auto}}</style>\
-         </head><body><h1>Direct-code baseline</h1><p><img src=\"target.png\" width=\"300\"></p>\
+         </head><body><h1>Direct-code baseline</h1><p><img src=\"views/target.png\" width=\"300\"></p>\
          <p><b>{}</b></p><p>Backend {}; sandbox: {}; model {:.1} s, script {:.1} s.</p>\
          <h2>Script</h2><pre>{}</pre><h2>Script output</h2><pre>{}</pre></body></html>\n",
         escape(&status),

@@ -67,6 +67,10 @@ pub struct Outcome {
     /// Set when the loop stopped on a failure (a step that never got a candidate through,
     /// a backend that could not answer).
     pub failure: Option<String>,
+    /// The failure was the model server's (unreachable, the key refused, out of retries),
+    /// not the part's.
+    #[serde(default)]
+    pub backend_failed: bool,
     pub calls: usize,
     pub rejections: usize,
     /// Candidates that failed to execute or preview (each sent back to Stage 1).
@@ -193,6 +197,7 @@ impl Reconstruction {
             rejections: 0,
             failed_candidates: 0,
             unverified: Vec::new(),
+            backend_failed: false,
             usage: Usage::default(),
             name,
             scene: None,
@@ -263,6 +268,8 @@ pub(crate) struct Engine<'a> {
     failed_candidates: usize,
     /// Steps committed without a verification, in order.
     pub unverified: Vec<usize>,
+    /// The model server failed (see [`Outcome::backend_failed`]).
+    backend_failed: bool,
     usage: Usage,
     name: String,
     /// The scene of the current accepted state, once tessellated.
@@ -378,6 +385,7 @@ impl Engine<'_> {
             finished,
             stop,
             failure,
+            backend_failed: self.backend_failed,
             calls: self.calls,
             rejections: self.rejections,
             failed_candidates: self.failed_candidates,
@@ -399,10 +407,19 @@ impl Engine<'_> {
     /// silhouette (what S_t stands for, dashed; not under no-Reg) and the model's axes as
     /// the target's direction shows them (a triad in the lower left corner).
     fn target_as_shown(&self) -> image::RgbImage {
-        let mut shown = self.target.image.clone();
-        if !self.config.ablations.no_reg {
-            register::draw_sphere(&mut shown, self.target.center_px, self.target.radius_px);
-        }
+        let mut shown = if self.config.ablations.no_reg {
+            self.target.image.clone()
+        } else {
+            // At the tagged view's framing: the target's circle is S_t's circle there.
+            let mut framed = self.target.framed(self.config.view_size, views::TAGGED_FILL);
+            let (w, h) = framed.dimensions();
+            register::draw_sphere(
+                &mut framed,
+                [f64::from(w) / 2.0, f64::from(h) / 2.0],
+                f64::from(w.min(h)) * views::TAGGED_FILL / 2.0,
+            );
+            framed
+        };
         let (w, h) = shown.dimensions();
         let size = f64::from(w.min(h));
         let length = (size * 0.07).max(12.0);
@@ -433,6 +450,7 @@ impl Engine<'_> {
             state: state.clone(),
             ablations: self.config.ablations,
             sphere: self.sphere,
+            direction: self.config.direction,
             plan: None,
             sketch: None,
             preview: None,
@@ -505,6 +523,7 @@ impl Engine<'_> {
                 Err(e) => {
                     call.error = Some(e.to_string());
                     self.emit(TraceEvent::Call(call))?;
+                    self.backend_failed |= matches!(e, crate::vlm::VlmError::Failed { .. });
                     return Ok(Asked::Backend(e.to_string()));
                 }
             };

@@ -5,7 +5,9 @@
 //! bounding sphere carried into model space: its radius is fixed by the configuration (one
 //! image gives no absolute size), and its centre is refitted after every accepted step, so
 //! that the current model, seen through the registered camera, lies where the target shows
-//! the part. Renders framed on S_t then line up with the target pixel for pixel.
+//! the part. Renders framed on S_t then line up with the target pixel for pixel, and the
+//! target is shown to the model at each view's framing ([`Target::framed`]): its circle
+//! where the view draws S_t, so both are at one scale.
 
 use image::RgbImage;
 use nalgebra::Vector3;
@@ -16,8 +18,7 @@ use crate::vlm::Sphere;
 
 /// Size of the silhouettes compared when refitting S_t.
 const FIT_SIZE: u32 = 200;
-/// Fraction of a `views::target` image the framing sphere's diameter fills.
-const TARGET_FILL: f64 = 0.82;
+use views::TARGET_FILL;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RegisterError {
@@ -29,6 +30,8 @@ pub enum RegisterError {
 #[derive(Debug, Clone)]
 pub struct Target {
     pub image: RgbImage,
+    /// The colour of the image's border: what lies around the part.
+    pub background: [u8; 3],
     mask: Vec<bool>,
     /// Centre of the part's circumscribed circle, pixels.
     pub center_px: [f64; 2],
@@ -98,7 +101,27 @@ impl Target {
             let (x, y) = ((i as u32 % w) as f64 + 0.5, (i as u32 / w) as f64 + 0.5);
             radius_px = radius_px.max((x - center_px[0]).hypot(y - center_px[1]));
         }
-        Ok(Target { image, mask, center_px, radius_px })
+        Ok(Target { image, background, mask, center_px, radius_px })
+    }
+
+    /// The target as a square view of `size` pixels framed on S_t with `fill` shows it: the
+    /// circle around the part centred, its diameter `fill` of the side, the rest of the
+    /// square the target's background. Views drawn with the same fill show the model at the
+    /// same scale, so the two can be compared pixel for pixel.
+    pub fn framed(&self, size: u32, fill: f64) -> RgbImage {
+        let radius = f64::from(size) * fill / 2.0;
+        let k = radius / self.radius_px;
+        let (w, h) = self.image.dimensions();
+        let (sw, sh) = (((f64::from(w) * k).round() as u32).max(1), ((f64::from(h) * k).round() as u32).max(1));
+        // Resampled once with a filter (a large target shrinks without losing thin edges),
+        // then placed so the circle's centre lands on the square's.
+        let scaled = image::imageops::resize(&self.image, sw, sh, image::imageops::FilterType::Triangle);
+        let mut out = RgbImage::from_pixel(size, size, image::Rgb(self.background));
+        let half = f64::from(size) / 2.0;
+        let x = (half - self.center_px[0] * f64::from(sw) / f64::from(w)).round() as i64;
+        let y = (half - self.center_px[1] * f64::from(sh) / f64::from(h)).round() as i64;
+        image::imageops::replace(&mut out, &scaled, x, y);
+        out
     }
 
     fn is_part(&self, x: f64, y: f64) -> bool {
@@ -126,8 +149,24 @@ impl Target {
 
 /// Refit S_t's centre so the current model lines up with the target: the model is drawn
 /// through S_t's camera and shifted, row and column profiles apart, to the offset that
-/// overlaps the target's silhouette most.
+/// overlaps the target's silhouette most. A model that reached past the frame was compared
+/// in part, so the fit is repeated from where it moved S_t (a few rounds at most) until
+/// it stays put.
 pub fn refit(target: &Target, scene: &Scene, sphere: Sphere, direction: [f64; 3]) -> Fit {
+    const ROUNDS: usize = 4;
+    let mut fit = refit_once(target, scene, sphere, direction);
+    for _ in 1..ROUNDS {
+        let next = refit_once(target, scene, fit.sphere, direction);
+        if next.shift_px == [0, 0] || next.overlap <= fit.overlap {
+            break;
+        }
+        let shift_px = [fit.shift_px[0] + next.shift_px[0], fit.shift_px[1] + next.shift_px[1]];
+        fit = Fit { shift_px, ..next };
+    }
+    fit
+}
+
+fn refit_once(target: &Target, scene: &Scene, sphere: Sphere, direction: [f64; 3]) -> Fit {
     let opts =
         Options { size: FIT_SIZE, direction, sphere: Some((sphere.center, sphere.radius)), ..Options::default() };
     let view = views::target(scene, &opts);
@@ -226,5 +265,27 @@ mod tests {
         let t = Target::analyse(disc, "disc.png").expect("a part");
         assert!((t.center_px[0] - 60.0).abs() < 1.0 && (t.center_px[1] - 40.0).abs() < 1.0);
         assert!((t.radius_px - 20.0).abs() < 1.5, "{}", t.radius_px);
+    }
+
+    #[test]
+    fn an_off_centre_target_on_a_wide_grey_canvas_is_framed_with_its_circle_centred() {
+        let grey = image::Rgb([200, 200, 200]);
+        let mut wide = RgbImage::from_pixel(900, 400, grey);
+        for y in 0..400u32 {
+            for x in 0..900u32 {
+                if (f64::from(x) + 0.5 - 700.0).hypot(f64::from(y) + 0.5 - 120.0) < 60.0 {
+                    wide.put_pixel(x, y, image::Rgb([120, 120, 118]));
+                }
+            }
+        }
+        let target = Target::analyse(wide, "wide.png").expect("a part");
+        assert_eq!(target.background, [200, 200, 200]);
+        let framed = target.framed(500, views::PREVIEW_FILL);
+        assert_eq!(framed.dimensions(), (500, 500));
+        assert_eq!(framed.get_pixel(2, 2), &grey, "the background fills the square");
+        let again = Target::analyse(framed, "framed.png").expect("the part is still there");
+        let expected = 500.0 * views::PREVIEW_FILL / 2.0;
+        assert!((again.radius_px / expected - 1.0).abs() < 0.02, "{} vs {expected}", again.radius_px);
+        assert!((again.center_px[0] - 250.0).abs() < 2.0 && (again.center_px[1] - 250.0).abs() < 2.0, "{:?}", again.center_px);
     }
 }

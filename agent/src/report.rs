@@ -28,7 +28,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LoopError> {
     use std::io::Write as _;
     // A temporary name of its own: shards on shared storage may write the same file at once.
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(".partial-").tempfile_in(dir).map_err(|e| io_error(dir, e))?;
+    // Readable like any file the user makes (0644 under the usual umask), not the temporary
+    // file's private 0600.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".partial-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .tempfile_in(dir)
+        .map_err(|e| io_error(dir, e))?;
     tmp.write_all(bytes).map_err(|e| io_error(tmp.path(), e))?;
     tmp.persist(path).map_err(|e| io_error(path, e.error))?;
     Ok(())

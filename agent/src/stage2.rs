@@ -126,7 +126,7 @@ fn towards_viewer(meta: &SketchMeta) -> [f64; 3] {
 }
 
 /// How far outside the [0,1] grid a point may lie under registration (view units).
-pub const GRID_SLACK: f64 = 0.5;
+pub const GRID_SLACK: f64 = 1.0;
 
 /// Stage 2's answer.
 #[derive(Debug, Clone, Deserialize)]

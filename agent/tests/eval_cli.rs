@@ -186,3 +186,48 @@ fn bench_against_python_runs_both_pipelines_on_the_same_pairs_and_they_agree() {
         "{stages:?}"
     );
 }
+
+/// A GERD part scores in one command: its folder (or its part.json) is the ground truth,
+/// its model under `static`, its program under `edit10`, the sample named after the part;
+/// the bbox and volume checks, in model units, say n/a under a normalisation.
+#[test]
+fn a_gerd_part_is_a_ground_truth() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = common::generated_test_split(dir.path(), 1, 5);
+    let part = std::fs::read_dir(data.join("parts")).expect("parts").flatten().next().expect("a part").path();
+    let id = part.file_name().expect("name").to_string_lossy().into_owned();
+    let json = dir.path().join("static.json");
+    let out = cli(&[
+        "--pred",
+        part.join("model.step").to_str().expect("utf-8"),
+        "--gt",
+        part.to_str().expect("utf-8"),
+        "--json",
+        json.to_str().expect("utf-8"),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(table.contains("bbox within 1 mm") && table.contains("n/a"), "{table}");
+    assert!(!table.contains("0.000000\n"), "no rate of zero for an unknown scale: {table}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("JSON");
+    assert_eq!(report["samples"][0]["id"], id.as_str());
+    assert!((report["samples"][0]["iou"].as_f64().expect("iou") - 1.0).abs() < 1e-6);
+
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(part.join("part.json")).expect("part.json")).expect("JSON");
+    let pred = write_program(dir.path(), "pred", &record["program"].to_string());
+    let out = cli(&[
+        "--pred",
+        pred.to_str().expect("utf-8"),
+        "--gt",
+        part.join("part.json").to_str().expect("utf-8"),
+        "--protocol",
+        "edit10",
+        "--normalize",
+        "none",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let volume = table.lines().find(|l| l.starts_with("volume within 2%")).expect("the volume row");
+    assert!(volume.ends_with("1.000000"), "in model units the rates are given: {table}");
+}

@@ -557,3 +557,106 @@ fn the_oracle_rebuilds_test100_parts_of_several_bodies() {
         assert!(static_iou >= 0.99, "{id}: static IoU {static_iou}");
     }
 }
+
+/// The circle around the part in one panel of a preview: pixels unlike the panel's corner
+/// that are grey (not the blue circle, not the legend's colours), outside the labels.
+fn panel_circle(image: &image::RgbImage, x0: u32, width: u32) -> ([f64; 2], f64) {
+    let background = image.get_pixel(x0 + width - 1, image.height() - 1).0;
+    let mut points = Vec::new();
+    for y in 24..image.height() {
+        for x in 0..width {
+            let p = image.get_pixel(x0 + x, y).0;
+            let unlike = (0..3).any(|c| (i32::from(p[c]) - i32::from(background[c])).abs() > 24);
+            let grey = p.iter().max().expect("rgb") - p.iter().min().expect("rgb") < 20;
+            if unlike && grey && !(x < 90 && y < 60) {
+                points.push([f64::from(x) + 0.5, f64::from(y) + 0.5]);
+            }
+        }
+    }
+    let lo = [0, 1].map(|i| points.iter().map(|p| p[i]).fold(f64::INFINITY, f64::min));
+    let hi = [0, 1].map(|i| points.iter().map(|p| p[i]).fold(f64::NEG_INFINITY, f64::max));
+    let center = [(lo[0] + hi[0]) / 2.0, (lo[1] + hi[1]) / 2.0];
+    let radius = points.iter().map(|p| (p[0] - center[0]).hypot(p[1] - center[1])).fold(0.0, f64::max);
+    (center, radius)
+}
+
+/// Every image of the part is at one scale: the oracle's exact rebuild of a part photographed
+/// off-centre on a wide grey canvas looks, in the last Stage 3 preview, as big as the target
+/// beside it and sits where it does (the target is shown through the registration).
+#[test]
+fn the_preview_shows_the_target_at_the_candidates_scale() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let program = repo_root().join("assets/programs/shaft_groove.json");
+    let rendered = image::open(target_image(&program, dir.path())).expect("png").to_rgb8();
+    let small = image::imageops::resize(&rendered, 300, 300, image::imageops::FilterType::Triangle);
+    let mut wide = image::RgbImage::from_pixel(960, 420, image::Rgb([190, 190, 190]));
+    for (x, y, p) in small.enumerate_pixels() {
+        if p.0.iter().any(|&c| c < 235) {
+            wide.put_pixel(600 + x, 40 + y, *p);
+        }
+    }
+    let image = dir.path().join("wide.png");
+    wide.save(&image).expect("save");
+    let out = dir.path().join("out");
+    let run = reconstruct(&image, &out, &["--vlm", "oracle", "--gt", program.to_str().expect("utf-8")]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let mut previews: Vec<PathBuf> = std::fs::read_dir(out.join("views"))
+        .expect("views")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.to_string_lossy().ends_with("_preview.png"))
+        .collect();
+    previews.sort();
+    let preview = image::open(previews.last().expect("a preview")).expect("png").to_rgb8();
+    let width = (preview.width() - 4) / 2;
+    let (candidate_center, candidate) = panel_circle(&preview, 0, width);
+    let (target_center, target) = panel_circle(&preview, width + 4, width);
+    assert!((candidate / target - 1.0).abs() < 0.03, "candidate radius {candidate:.1} px, target {target:.1} px");
+    let apart = (candidate_center[0] - target_center[0]).hypot(candidate_center[1] - target_center[1]);
+    assert!(apart < 0.03 * target, "centres {candidate_center:?} and {target_center:?}");
+}
+
+/// A folder that holds an earlier reconstruction is refused (its stale step images would mix
+/// with the new ones) unless --replace says to start over, which deletes them; the user's
+/// own files in a folder (the target image beside its reconstruction) are left alone.
+#[test]
+fn an_output_folder_in_use_is_refused_or_replaced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = dir.path().join("part.png");
+    std::fs::copy(repo_root().join("assets/examples/plate_counterbore.png"), &image).expect("copy");
+    let gt = example_path("plate_counterbore");
+    let gt = gt.to_str().expect("utf-8");
+    let out = dir.path();
+    let first = reconstruct(&image, out, &["--gt", gt]);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    for file in ["report.html", "program.json", "outcome.json", "trace.jsonl"] {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(out.join(file)).expect("written").permissions().mode();
+        assert_eq!(mode & 0o044, 0o044, "{file} is readable like the user's other files ({mode:o})");
+    }
+    let stale = out.join("views/step09_tagged.png");
+    std::fs::write(&stale, b"from another run").expect("write");
+
+    let again = reconstruct(&image, out, &["--gt", gt]);
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(!again.status.success() && err.contains("--resume") && err.contains("--replace"), "{err}");
+    assert!(stale.is_file(), "nothing was deleted");
+
+    let replaced = reconstruct(&image, out, &["--gt", gt, "--replace"]);
+    assert!(replaced.status.success(), "{}", String::from_utf8_lossy(&replaced.stderr));
+    assert!(!stale.exists(), "the earlier run's images are gone");
+    assert!(out.join("program.json").is_file());
+    assert!(image.is_file(), "the target image is the user's and stays");
+}
+
+/// A JPEG target (what a phone or a web page gives) is read like a PNG.
+#[test]
+fn a_jpeg_target_is_reconstructed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jpeg = dir.path().join("part.jpg");
+    image::open(repo_root().join("assets/examples/plate_counterbore.png")).expect("png").to_rgb8().save(&jpeg).expect("jpeg");
+    let gt = example_path("plate_counterbore");
+    let out = dir.path().join("out");
+    let run = reconstruct(&jpeg, &out, &["--gt", gt.to_str().expect("utf-8")]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert_eq!(outcome(&out)["finished"], true);
+}

@@ -167,3 +167,83 @@ fn a_server_that_keeps_failing_ends_the_run_with_a_recorded_error_and_the_files_
         assert!(out.join(file).is_file(), "{file} written");
     }
 }
+
+/// `vision2cad run --vlm openai` over `dataset` into `out`, without a key unless given,
+/// with `options` for every part.
+fn batch(dataset: &Path, out: &Path, options: &[&str], key: Option<&str>) -> std::process::Output {
+    let mut cmd = Process::new(binary());
+    cmd.args(["run", "--dataset"]).arg(dataset).arg("--out").arg(out).args(["--vlm", "openai", "--"]).args(options);
+    for var in ["VISION2CAD_API_KEY", "OPENAI_API_KEY", "VISION2CAD_BASE_URL", "OPENAI_BASE_URL"] {
+        cmd.env_remove(var);
+    }
+    if let Some(k) = key {
+        cmd.env("VISION2CAD_API_KEY", k);
+    }
+    cmd.output().expect("runs")
+}
+
+fn items_written(out: &Path) -> usize {
+    let parts = out.join("parts");
+    std::fs::read_dir(&parts)
+        .map(|d| d.flatten().filter(|e| e.path().join("item.json").is_file()).count())
+        .unwrap_or(0)
+}
+
+/// A run checks the model server before its first part (a missing key, a server that is
+/// down, a model it does not serve), and parts the server failed on are not the parts'
+/// fault: the run exits non-zero and running it again tries them again.
+#[test]
+fn a_run_checks_the_server_first_and_retries_the_parts_it_failed_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dataset = common::generated_test_split(dir.path(), 2, 3);
+
+    let no_key = batch(&dataset, &dir.path().join("no-key"), &["--base-url", "https://api.example.invalid/v1"], None);
+    let err = String::from_utf8_lossy(&no_key.stderr);
+    assert!(!no_key.status.success() && err.contains("VISION2CAD_API_KEY") && err.contains("no part was run"), "{err}");
+    assert!(!err.contains("crash"), "a missing key is not a crash: {err}");
+    assert_eq!(items_written(&dir.path().join("no-key")), 0);
+
+    let down = batch(&dataset, &dir.path().join("down"), &["--base-url", "http://127.0.0.1:9/v1"], Some(KEY));
+    let err = String::from_utf8_lossy(&down.stderr);
+    assert!(!down.status.success() && err.contains("cannot connect to http://127.0.0.1:9/v1"), "{err}");
+    assert_eq!(items_written(&dir.path().join("down")), 0);
+
+    let failing = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let server = {
+        let failing = Arc::clone(&failing);
+        MockServer::start(move |_, _| {
+            if failing.load(std::sync::atomic::Ordering::SeqCst) {
+                MockReply::status(503, "the model is overloaded")
+            } else {
+                MockReply::answer(r#"{"reason": "done", "command": {"op": "end"}}"#)
+            }
+        })
+        .expect("server")
+    };
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "[vlm]\nretries = 0\nmodel = \"served-model\"\n").expect("config");
+    let options = ["--base-url", &server.base_url(), "--config", config.to_str().expect("utf-8")];
+
+    server.list_models(&["another-model"]);
+    let unknown = batch(&dataset, &dir.path().join("unknown"), &options, Some(KEY));
+    let err = String::from_utf8_lossy(&unknown.stderr);
+    assert!(!unknown.status.success() && err.contains("does not serve the model \"served-model\""), "{err}");
+    assert!(err.contains("another-model"), "the served models are listed: {err}");
+
+    server.list_models(&["another-model", "served-model"]);
+    let out = dir.path().join("run");
+    let first = batch(&dataset, &out, &options, Some(KEY));
+    assert_eq!(first.status.code(), Some(1), "no part reached the end: {}", String::from_utf8_lossy(&first.stderr));
+    let results = read(&out.join("results.md"));
+    assert!(results.contains("the model server failed on 2"), "{results}");
+    let calls = server.received().len();
+    assert!(calls >= 2, "each part asked once");
+
+    failing.store(false, std::sync::atomic::Ordering::SeqCst);
+    let again = batch(&dataset, &out, &options, Some(KEY));
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(server.received().len() > calls, "the failed parts ran again: {err}");
+    assert!(again.status.success(), "{err}");
+    let results = read(&out.join("results.md"));
+    assert!(!results.contains("the model server failed"), "{results}");
+}

@@ -209,8 +209,20 @@ impl Report {
         row(&mut out, "HD (mean)", self.hd);
         row(&mut out, "HD95 (mean)", self.hd95);
         row(&mut out, "watertight rate", self.watertight_rate);
-        row(&mut out, "bbox within 1 mm", self.bbox_ok_rate);
-        row(&mut out, "volume within 2%", self.volume_ok_rate);
+        if self.normalize == Normalization::None {
+            row(&mut out, "bbox within 1 mm", self.bbox_ok_rate);
+            row(&mut out, "volume within 2%", self.volume_ok_rate);
+        } else {
+            // In model units: a reconstruction from one image has no known scale, so under a
+            // normalisation these rates would only say the scales differ.
+            for name in ["bbox within 1 mm", "volume within 2%"] {
+                let _ = writeln!(out, "{name:<22} {:>12}", "n/a");
+            }
+            let _ = writeln!(
+                out,
+                "(bbox and volume checks are in model units, meaningful where the scale is known: --normalize none;\n per-sample values are in --json/--jsonl)"
+            );
+        }
         out
     }
 }

@@ -103,6 +103,13 @@ pub struct View {
     pub ids: IdBuffers,
 }
 
+/// Fraction of a [`target`] render the framing sphere's diameter fills.
+pub const TARGET_FILL: f64 = 0.82;
+/// Fraction of a [`tagged`] view the framing sphere's diameter fills (room for labels).
+pub const TAGGED_FILL: f64 = 0.58;
+/// Fraction of a [`preview`]'s candidate panel the framing sphere's diameter fills.
+pub const PREVIEW_FILL: f64 = 0.8;
+
 fn camera_for(scene: &Scene, opts: &Options, fill: f64) -> Camera {
     let (center, radius) = match opts.sphere {
         Some((c, r)) => (Point3::from(c), r),
@@ -120,7 +127,7 @@ fn render(scene: &Scene, camera: &Camera, style: &Style) -> (RgbImage, IdBuffers
 
 /// The finished part as public image-to-CAD benchmarks show it: gray, black edges, white.
 pub fn target(scene: &Scene, opts: &Options) -> View {
-    let camera = camera_for(scene, opts, 0.82);
+    let camera = camera_for(scene, opts, TARGET_FILL);
     let mut style = Style::target();
     if opts.hidden_edges {
         style.hidden_edge = Some([150.0, 150.0, 150.0]);
@@ -149,7 +156,7 @@ fn color_of(id: &str) -> Rgb<u8> {
 /// The current model with an ID label on every visible edge (and optionally face and
 /// vertex), each joined to its entity by a leader line.
 pub fn tagged(scene: &Scene, state: &ModelState, opts: &Options) -> View {
-    let camera = camera_for(scene, opts, 0.58);
+    let camera = camera_for(scene, opts, TAGGED_FILL);
     let mut style = Style::tagged();
     if opts.hidden_edges {
         style.hidden_edge = Some([160.0, 160.0, 170.0]);
@@ -579,7 +586,7 @@ pub fn sketch(scene: &Scene, state: &ModelState, frame: &Frame, window: Option<W
             })
             .collect();
         SketchMeta {
-            frame: frame.clone(),
+            frame: *frame,
             window,
             grid: [margin, margin, grid_px],
             view_to_local: [[s, 0.0, window.u0], [0.0, -s, window.v0 + s]],
@@ -653,7 +660,7 @@ pub fn preview(p: &Preview, opts: &Options, target: Option<&RgbImage>) -> View {
     let mut scene = Scene::new(&p.after, &p.state);
     scene.add_overlay(&p.added, Material::Added);
     scene.add_overlay(&p.removed, Material::Removed);
-    let camera = camera_for(&scene, opts, 0.8);
+    let camera = camera_for(&scene, opts, PREVIEW_FILL);
     let style = Style::target();
     let mut raster = Raster::new(opts.size, opts.size, SUPERSAMPLE, style.background);
     raster.draw_triangles(&scene, &camera, &style);

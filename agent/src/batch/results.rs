@@ -22,11 +22,20 @@ pub enum ItemStatus {
     Timeout,
     /// The reconstruction process ended without an outcome.
     Crashed,
+    /// The model server could not answer (unreachable, the key refused, out of retries):
+    /// not the part's failure, so a resumed run tries the part again.
+    BackendFailed,
 }
 
 impl ItemStatus {
-    pub const ALL: [ItemStatus; 5] =
-        [ItemStatus::Finished, ItemStatus::Stopped, ItemStatus::Failed, ItemStatus::Timeout, ItemStatus::Crashed];
+    pub const ALL: [ItemStatus; 6] = [
+        ItemStatus::Finished,
+        ItemStatus::Stopped,
+        ItemStatus::Failed,
+        ItemStatus::Timeout,
+        ItemStatus::Crashed,
+        ItemStatus::BackendFailed,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -35,12 +44,18 @@ impl ItemStatus {
             ItemStatus::Failed => "failed",
             ItemStatus::Timeout => "timeout",
             ItemStatus::Crashed => "crashed",
+            ItemStatus::BackendFailed => "backend failed",
         }
     }
 
     /// The loop ran to its end (END or the step limit), whatever the model built.
     pub fn reached_the_end(self) -> bool {
         matches!(self, ItemStatus::Finished | ItemStatus::Stopped)
+    }
+
+    /// The machine or the model server failed, not the part: a resumed run tries it again.
+    pub fn worth_retrying(self) -> bool {
+        matches!(self, ItemStatus::Crashed | ItemStatus::BackendFailed)
     }
 }
 
@@ -86,6 +101,8 @@ pub struct StatusCounts {
     pub failed: usize,
     pub timeout: usize,
     pub crashed: usize,
+    #[serde(default)]
+    pub backend_failed: usize,
 }
 
 impl StatusCounts {
@@ -97,6 +114,7 @@ impl StatusCounts {
             failed: count(ItemStatus::Failed),
             timeout: count(ItemStatus::Timeout),
             crashed: count(ItemStatus::Crashed),
+            backend_failed: count(ItemStatus::BackendFailed),
         }
     }
 
@@ -107,6 +125,7 @@ impl StatusCounts {
             ItemStatus::Failed => self.failed,
             ItemStatus::Timeout => self.timeout,
             ItemStatus::Crashed => self.crashed,
+            ItemStatus::BackendFailed => self.backend_failed,
         }
     }
 }
@@ -263,8 +282,13 @@ impl RunResults {
             self.parts,
             self.settings.vlm.name()
         ));
+        let backend = if st.backend_failed > 0 {
+            format!(", the model server failed on {} (run again to retry them)", st.backend_failed)
+        } else {
+            String::new()
+        };
         t.push_str(&format!(
-            "Finished {} (END), stopped at the step limit {}, failed {}, timed out {}, crashed {}.\n\n",
+            "Finished {} (END), stopped at the step limit {}, failed {}, timed out {}, crashed {}{backend}.\n\n",
             st.finished, st.stopped, st.failed, st.timeout, st.crashed
         ));
         t.push_str("| protocol | CR | mIoU | CD mean | CD median | HD | HD95 |\n|---|---|---|---|---|---|---|\n");

@@ -62,8 +62,10 @@ impl PartRunner {
         }
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd.args(&self.options).arg("--timeout").arg(self.worker_timeout.to_string());
-        std::fs::create_dir_all(&partial).map_err(|e| LoopError::io(&partial, e))?;
-        let log_path = partial.join("reconstruct.log");
+        // The log waits beside the part's folder (which `reconstruct` wants new or empty)
+        // and moves into it when the process has ended.
+        std::fs::create_dir_all(out.join(PARTS)).map_err(|e| LoopError::io(&out.join(PARTS), e))?;
+        let log_path = out.join(PARTS).join(format!("{PARTIAL}{id}.log"));
         let log = std::fs::File::create(&log_path).map_err(|e| LoopError::io(&log_path, e))?;
         cmd.stdout(Stdio::null()).stderr(log);
         let started = Instant::now();
@@ -80,6 +82,10 @@ impl PartRunner {
             }
             std::thread::sleep(Duration::from_millis(50));
         };
+        std::fs::create_dir_all(&partial).map_err(|e| LoopError::io(&partial, e))?;
+        let kept_log = partial.join("reconstruct.log");
+        std::fs::rename(&log_path, &kept_log).map_err(|e| LoopError::io(&kept_log, e))?;
+        let log_path = kept_log;
         let outcome = read_outcome(&partial.join("outcome.json"));
         let mut item = Item::new(&id, ItemStatus::Crashed);
         item.seconds = started.elapsed().as_secs_f64();
@@ -94,6 +100,7 @@ impl PartRunner {
                 ItemStatus::Timeout,
                 Some(format!("stopped after {:.0} s (--item-timeout)", self.item_timeout.as_secs_f64())),
             ),
+            (Some(_), Some(o)) if o.failure.is_some() && o.backend_failed => (ItemStatus::BackendFailed, o.failure),
             (Some(_), Some(o)) if o.failure.is_some() => (ItemStatus::Failed, o.failure),
             (Some(_), Some(o)) if o.finished => (ItemStatus::Finished, None),
             (Some(_), Some(o)) => (ItemStatus::Stopped, Some(o.stop)),
@@ -132,17 +139,24 @@ impl PartRunner {
     }
 }
 
-/// The parts of `parts` whose reconstruction has not ended yet (no `item.json`), after
-/// removing what an interrupted run left half-written.
+/// The parts of `parts` to run: those whose reconstruction has not ended yet (no
+/// `item.json`) and those the machine or the model server failed (crashed, backend failed),
+/// after removing what an interrupted run left half-written.
 pub fn parts_to_run(parts: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>, LoopError> {
     let dir = out.join(PARTS);
     std::fs::create_dir_all(&dir).map_err(|e| LoopError::io(&dir, e))?;
     for entry in std::fs::read_dir(&dir).map_err(|e| LoopError::io(&dir, e))?.flatten() {
         if entry.file_name().to_string_lossy().starts_with(PARTIAL) {
-            std::fs::remove_dir_all(entry.path()).map_err(|e| LoopError::io(&entry.path(), e))?;
+            let path = entry.path();
+            let removed = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+            removed.map_err(|e| LoopError::io(&path, e))?;
         }
     }
-    Ok(parts.iter().filter(|p| !dir.join(part_id(p)).join("item.json").is_file()).cloned().collect())
+    let ended = |part: &PathBuf| {
+        let text = std::fs::read_to_string(dir.join(part_id(part)).join("item.json")).ok();
+        text.and_then(|t| serde_json::from_str::<Item>(&t).ok()).is_some_and(|item| !item.status.worth_retrying())
+    };
+    Ok(parts.iter().filter(|p| !ended(p)).cloned().collect())
 }
 
 /// Every part's [`Item`] (one that left none is recorded as crashed).
@@ -166,6 +180,8 @@ struct PartOutcome {
     finished: bool,
     stop: String,
     failure: Option<String>,
+    #[serde(default)]
+    backend_failed: bool,
     usage: Usage,
 }
 

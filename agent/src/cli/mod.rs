@@ -122,6 +122,24 @@ impl WorkerArgs {
 
 /// Run the command the user asked for (`worker` and `codebox` are handled before logging
 /// starts, in `main`).
+/// What to tell a user who pressed Ctrl-C: how to continue where the command stopped.
+pub fn interrupt_hint(cli: &Cli) -> Option<String> {
+    match &cli.command {
+        Cmd::Reconstruct(args) if args.baseline.is_none() && !args.check_backend => {
+            let dir = args.resume.as_ref().or(args.out.as_ref())?;
+            Some(format!(
+                "to continue, run the same command with --resume {} (instead of --out); the accepted steps are kept",
+                dir.display()
+            ))
+        }
+        Cmd::Run(args) => Some(format!(
+            "to continue, run the same command again: the parts done in {} are kept and the others run",
+            args.out.display()
+        )),
+        _ => None,
+    }
+}
+
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Cmd::Reconstruct(args) => reconstruct::run(&args),

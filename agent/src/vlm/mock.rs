@@ -1,6 +1,8 @@
 //! A chat-completions server on 127.0.0.1 that answers as a test or benchmark tells it to:
 //! model answers, HTTP errors, `Retry-After`, slow answers, dropped connections, broken
-//! bodies. It records every request and how many were in flight at once.
+//! bodies. It records every request and how many were in flight at once. `GET /models`
+//! is answered by the server itself (404, or the list given to [`MockServer::list_models`])
+//! and is neither a call nor recorded.
 //!
 //! ```
 //! use vision2cad::vlm::mock::{MockReply, MockServer};
@@ -45,6 +47,8 @@ impl MockReply {
 /// One request as the server received it.
 #[derive(Debug, Clone)]
 pub struct Received {
+    /// `POST`, `GET`...
+    pub method: String,
     pub path: String,
     /// Header names in lower case.
     pub headers: Vec<(String, String)>,
@@ -68,6 +72,8 @@ struct State {
     stop: AtomicBool,
     /// Messages of handler panics (a failed assertion inside a handler).
     panics: Mutex<Vec<String>>,
+    /// What `GET /models` lists; `None`: 404, as servers that list nothing answer.
+    models: Mutex<Option<Vec<String>>>,
 }
 
 /// The server; it stops when dropped.
@@ -117,6 +123,11 @@ impl MockServer {
         self.state.received.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
+    /// Answer `GET /models` with these model IDs (an OpenAI-style list).
+    pub fn list_models(&self, ids: &[&str]) {
+        *self.state.models.lock().unwrap_or_else(PoisonError::into_inner) = Some(ids.iter().map(|s| s.to_string()).collect());
+    }
+
     /// The most requests that were being answered at the same time.
     pub fn max_in_flight(&self) -> usize {
         self.state.max_in_flight.load(Ordering::SeqCst)
@@ -141,6 +152,17 @@ impl Drop for MockServer {
 
 fn serve(stream: TcpStream, state: &State, handler: &Handler) {
     let Some(received) = read_request(&stream) else { return };
+    if received.method == "GET" {
+        let models = state.models.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let reply = match models {
+            Some(ids) if received.path.ends_with("/models") => MockReply::Body(
+                json!({"object": "list", "data": ids.iter().map(|id| json!({"id": id, "object": "model"})).collect::<Vec<_>>()})
+                    .to_string(),
+            ),
+            _ => MockReply::status(404, "not found"),
+        };
+        return respond(stream, reply);
+    }
     let call = state.calls.fetch_add(1, Ordering::SeqCst);
     let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     state.max_in_flight.fetch_max(now, Ordering::SeqCst);
@@ -165,6 +187,7 @@ fn read_request(stream: &TcpStream) -> Option<Received> {
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
+    let method = line.split_whitespace().next()?.to_string();
     let path = line.split_whitespace().nth(1)?.to_string();
     let mut headers = Vec::new();
     loop {
@@ -177,11 +200,12 @@ fn read_request(stream: &TcpStream) -> Option<Received> {
         let (name, value) = trimmed.split_once(':')?;
         headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
     }
-    let length: usize = headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok())?;
+    let length: usize =
+        headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
     let mut body = vec![0; length];
     reader.read_exact(&mut body).ok()?;
     let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    Some(Received { path, headers, body })
+    Some(Received { method, path, headers, body })
 }
 
 fn respond(mut stream: TcpStream, reply: MockReply) {

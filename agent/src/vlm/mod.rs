@@ -91,6 +91,8 @@ pub struct Context {
     pub ablations: Ablations,
     /// S_t (under no-Reg: the nominal sphere at the origin, not shown to the model).
     pub sphere: Sphere,
+    /// The direction the target is seen from (the prompts state it).
+    pub direction: [f64; 3],
     /// Stage 2 and 3: Stage 1's plan for this step.
     pub plan: Option<crate::stage1::Plan>,
     /// Stage 2: the sketch being drawn and its view's exact maps.

@@ -211,9 +211,66 @@ impl ChatClient {
     fn fail(&self, reason: impl Into<String>) -> VlmError {
         VlmError::Failed { backend: self.name(), reason: ApiKey::redact(self.shared.key.as_ref(), &reason.into()) }
     }
+
+    /// Check the server before a batch spends anything on it: it answers, takes the key,
+    /// and (where it lists its models at `GET /models`) serves the configured model. A
+    /// server that lists no models passes: not every OpenAI-compatible one does.
+    pub fn check_server(&self) -> Result<(), VlmError> {
+        let shared = &self.shared;
+        if shared.settings.cache_mode == CacheMode::Replay {
+            return Ok(());
+        }
+        let models = shared.runtime.block_on(shared.list_models()).map_err(|e| match e {
+            CallError::Status { code: 401 | 403, message, .. } => {
+                self.fail(format!("{} refused the API key (HTTP 401/403): {message}", shared.base_url))
+            }
+            other => self.fail(format!("{} cannot be used: {other}", shared.base_url)),
+        })?;
+        let model = &shared.settings.model;
+        match models {
+            Some(ids) if !ids.is_empty() && !ids.iter().any(|id| id == model) => {
+                let mut listed = ids.iter().take(12).cloned().collect::<Vec<_>>().join(", ");
+                if ids.len() > 12 {
+                    listed.push_str(", ...");
+                }
+                Err(self.fail(format!(
+                    "{} does not serve the model {model:?} (--model, [vlm] model); it serves: {listed}",
+                    shared.base_url
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 impl Shared {
+    /// The request with the key as a (sensitive, never logged) authorization header.
+    fn authorized(&self, request: reqwest::RequestBuilder) -> Result<reqwest::RequestBuilder, CallError> {
+        let Some(key) = &self.key else { return Ok(request) };
+        let mut value = reqwest::header::HeaderValue::from_str(&key.header_value())
+            .map_err(|_| CallError::NoAnswer("the API key holds characters an HTTP header cannot carry".into()))?;
+        value.set_sensitive(true);
+        Ok(request.header(reqwest::header::AUTHORIZATION, value))
+    }
+
+    /// The model IDs of `GET /models`; `None` when the server does not list them.
+    async fn list_models(&self) -> Result<Option<Vec<String>>, CallError> {
+        let request = self.authorized(self.http.get(format!("{}/models", self.base_url)))?;
+        let response = request.send().await.map_err(|e| self.transport(e))?;
+        let status = response.status();
+        let text = response.text().await.map_err(|e| self.transport(e))?;
+        if matches!(status.as_u16(), 401 | 403) {
+            return Err(CallError::Status { code: status.as_u16(), retry_after: None, message: server_message(&text) });
+        }
+        if !status.is_success() {
+            return Ok(None);
+        }
+        let ids = serde_json::from_str::<Value>(&text).ok().and_then(|v| {
+            v["data"].as_array().map(|models| models.iter().filter_map(|m| m["id"].as_str().map(str::to_owned)).collect())
+        });
+        Ok(ids)
+    }
+
     fn shape(&self) -> Shape {
         *self.shape.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -301,17 +358,12 @@ impl Shared {
             Some(slots) => Some(slots.acquire().await.map_err(|e| CallError::Transport(e.to_string()))?),
             None => None,
         };
-        let mut request = self
-            .http
-            .post(format!("{}/chat/completions", self.base_url))
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_vec());
-        if let Some(key) = &self.key {
-            let mut value = reqwest::header::HeaderValue::from_str(&key.header_value())
-                .map_err(|_| CallError::NoAnswer("the API key holds characters an HTTP header cannot carry".into()))?;
-            value.set_sensitive(true);
-            request = request.header(reqwest::header::AUTHORIZATION, value);
-        }
+        let request = self.authorized(
+            self.http
+                .post(format!("{}/chat/completions", self.base_url))
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.to_vec()),
+        )?;
         let response = request.send().await.map_err(|e| self.transport(e))?;
         let status = response.status();
         let retry_after = response

@@ -5,15 +5,19 @@
 //! commands) and reads everything else from the request, as a model would from the text and
 //! the pictures: the current entity table, the sketch view's exact maps, S_t, the preview's
 //! state. It finds the ground truth's entities in the current model by geometric signature,
-//! never by assuming IDs are equal; it gives view coordinates rounded to 4 decimals; it ties
-//! sketches to projected geometry exactly where the ground truth has constraints; and it
+//! never by assuming IDs are equal; it gives view coordinates rounded to 5 decimals (finer
+//! than the prompt's 4, so that near-tangent features of a ground truth do not turn on where
+//! a rounding falls); it ties sketches to projected geometry exactly where the ground truth
+//! has constraints; and it
 //! honours the ablations as faithfully as a model could (selectors under no-EGR, no ties
 //! under no-PGR, the prompt's frame conventions under no-LCB).
 //!
 //! One image gives no absolute size or position: the oracle builds the part at the scale
-//! that makes its bounding sphere S_t's size (`s = S_t radius / ground-truth bounding
-//! radius`), and centres it where S_t starts (the origin) along every axis its program
-//! leaves free, so sketches on base planes stay on base planes.
+//! that makes it look as the target does, its silhouette's circle (seen from the target's
+//! view direction) S_t's size (`s = S_t radius / ground-truth silhouette radius`), as a
+//! model that fills the target's circle would; and it centres the part where S_t starts
+//! (the origin) along every axis its program leaves free, so sketches on base planes stay
+//! on base planes.
 
 use std::path::Path;
 
@@ -92,6 +96,9 @@ pub struct Oracle {
     steps: Vec<GtStep>,
     /// The ground truth's bounding radius (half its box diagonal).
     radius: f64,
+    /// Points on the ground truth's outline (vertices, edges sampled): what its silhouette
+    /// spans from any direction.
+    outline: Vec<[f64; 3]>,
     /// The centre of the ground truth's box.
     center: [f64; 3],
     /// Axes along which the part may move without changing its program (see `movable_axes`).
@@ -153,8 +160,8 @@ fn no_answer(reason: impl Into<String>) -> VlmError {
     VlmError::NoAnswer { backend: "oracle".into(), reason: reason.into() }
 }
 
-fn round4(x: f64) -> f64 {
-    (x * 1e4).round() / 1e4
+fn round5(x: f64) -> f64 {
+    (x * 1e5).round() / 1e5
 }
 
 impl Oracle {
@@ -185,7 +192,8 @@ impl Oracle {
         let radius = bbox.map_or(1.0, |b| b.diagonal() / 2.0).max(1e-12);
         let center = bbox.map_or([0.0; 3], |b| std::array::from_fn(|i| (b.min[i] + b.max[i]) / 2.0));
         let movable = movable_axes(&gt.program);
-        Oracle { gt, steps, radius, center, movable, tolerant: false }
+        let outline = gt.states.last().map(outline_points).unwrap_or_default();
+        Oracle { gt, steps, radius, center, outline, movable, tolerant: false }
     }
 
     /// A digest of the ground truth's program (FNV-1a 64 of its JSON): what tells parts apart.
@@ -201,7 +209,7 @@ impl Oracle {
     }
 
     fn scale(&self, ctx: &Context) -> f64 {
-        ctx.sphere.radius / self.radius
+        ctx.sphere.radius / silhouette_radius(&self.outline, ctx.direction).unwrap_or(self.radius)
     }
 
     /// Where the ground truth goes in the run's model space: scaled to S_t's size and, along
@@ -250,7 +258,7 @@ impl Oracle {
             serde_json::to_value(&self.gt.program.commands[step.feature]).map_err(|e| no_answer(e.to_string()))?;
         let scale_len = |v: &mut Value| {
             if let Some(x) = v.as_f64() {
-                *v = round4(x * s).into();
+                *v = round5(x * s).into();
             }
         };
         if let Some(extent) = command.get_mut("extent") {
@@ -300,7 +308,7 @@ impl Oracle {
             .ok_or_else(|| no_answer(format!("the ground truth draws no sketch {} at this step", request.name)))?;
         let gt_frame = self.gt.states[k + 1]
             .feature(&sketch.name)
-            .and_then(|f| f.frame.clone())
+            .and_then(|f| f.frame)
             .ok_or_else(|| no_answer(format!("the ground truth's state has no frame for {}", sketch.name)))?;
         let placement = self.placement(ctx);
         let s = placement.s;
@@ -310,9 +318,9 @@ impl Oracle {
         let point = |u: f64, v: f64| -> Value {
             let w = placement.point(gt_frame.to_global(u, v));
             let p = if lcb { meta.world_to_view(w) } else { convention.to_local(w) };
-            json!([round4(p[0]), round4(p[1])])
+            json!([round5(p[0]), round5(p[1])])
         };
-        let length = |l: f64| if lcb { round4(l * s / meta.window.size) } else { round4(l * s) };
+        let length = |l: f64| if lcb { round5(l * s / meta.window.size) } else { round5(l * s) };
         let primitives: Vec<Value> = sketch
             .primitives
             .iter()
@@ -400,7 +408,7 @@ impl Oracle {
         }
         // Boxes of swept and lofted B-spline faces are not tight (OpenCascade pads them by up
         // to a few percent, differently from one state to the next): compare them loosely.
-        let diagonal = 2.0 * ctx.sphere.radius;
+        let diagonal = 2.0 * self.radius * placement.s;
         if let (Some(a), Some(b)) = (candidate.bbox, expected.bbox) {
             let (min, max) = (placement.point(b.min), placement.point(b.max));
             let off = (0..3)
@@ -415,6 +423,67 @@ impl Oracle {
         }
         Ok(json!({"verdict": verdict, "reasons": reasons}))
     }
+}
+
+/// Points on a model's outline: its vertices and its edges sampled (lines by their ends,
+/// circles and arcs densely), enough to find the circle around its silhouette.
+fn outline_points(state: &ModelState) -> Vec<[f64; 3]> {
+    use freecad_bridge::geometry::{add, cross, dot, scale, sub, unit};
+    const SAMPLES: usize = 72;
+    let mut points: Vec<[f64; 3]> = state.vertices.iter().map(|v| v.point).collect();
+    for e in &state.edges {
+        points.extend([e.start, e.end, e.midpoint].into_iter().flatten());
+        let (Some(c), Some(r), Some(axis)) = (e.center, e.radius, e.axis.and_then(unit)) else { continue };
+        let u = e
+            .start
+            .and_then(|s| unit(sub(s, c)))
+            .or_else(|| unit(cross(axis, [1.0, 0.0, 0.0])))
+            .or_else(|| unit(cross(axis, [0.0, 1.0, 0.0])));
+        let Some(u) = u else { continue };
+        let w = cross(axis, u);
+        let angle = |p: [f64; 3]| {
+            let d = sub(p, c);
+            dot(d, w).atan2(dot(d, u)).rem_euclid(std::f64::consts::TAU)
+        };
+        // An arc runs from its start to its end through its midpoint, one way or the other.
+        let sweep = match (e.closed, e.end, e.midpoint) {
+            (false, Some(end), Some(mid)) => {
+                let end = angle(end);
+                if angle(mid) <= end { end } else { end - std::f64::consts::TAU }
+            }
+            _ => std::f64::consts::TAU,
+        };
+        points.extend((0..=SAMPLES).map(|k| {
+            let a = sweep * k as f64 / SAMPLES as f64;
+            add(c, add(scale(u, r * a.cos()), scale(w, r * a.sin())))
+        }));
+    }
+    points
+}
+
+/// The radius of the circle around the points' silhouette seen from `direction`, found as
+/// registration finds the target's (centred on the silhouette's box, through its farthest
+/// point), with the views' camera axes.
+fn silhouette_radius(points: &[[f64; 3]], direction: [f64; 3]) -> Option<f64> {
+    use freecad_bridge::geometry::dot;
+    let camera = views::Camera::framing(
+        nalgebra::Point3::origin(),
+        1.0,
+        Vector3::from(direction),
+        false,
+        64,
+        64,
+        1.0,
+    );
+    let flat: Vec<[f64; 2]> = points.iter().map(|p| [dot(*p, camera.right), dot(*p, camera.up)]).collect();
+    let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
+    for p in &flat {
+        lo = [lo[0].min(p[0]), lo[1].min(p[1])];
+        hi = [hi[0].max(p[0]), hi[1].max(p[1])];
+    }
+    let center = [(lo[0] + hi[0]) / 2.0, (lo[1] + hi[1]) / 2.0];
+    let radius = flat.iter().map(|p| (p[0] - center[0]).hypot(p[1] - center[1])).fold(0.0, f64::max);
+    (radius > 1e-12).then_some(radius)
 }
 
 fn is_entity(text: &str) -> bool {

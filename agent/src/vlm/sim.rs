@@ -432,7 +432,11 @@ impl Vlm for Sim {
     }
 
     fn answer(&mut self, request: &Request) -> Result<Reply, VlmError> {
-        let reply = self.oracle.answer(request)?;
+        // The answer is the simulated model's: so is its failure to answer.
+        let reply = self.oracle.answer(request).map_err(|e| match e {
+            VlmError::NoAnswer { reason, .. } => VlmError::NoAnswer { backend: "sim".into(), reason },
+            other => other,
+        })?;
         let mut answer: Value = serde_json::from_str(&reply.text)
             .map_err(|e| VlmError::Failed { backend: "sim".into(), reason: format!("the oracle's answer: {e}") })?;
         let mut injected = Vec::new();

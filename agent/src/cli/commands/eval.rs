@@ -20,6 +20,8 @@ pub struct EvalArgs {
     #[arg(long)]
     pub pred: PathBuf,
     /// Ground-truth model, or a directory of them; files pair up with predictions by stem.
+    /// A GERD part folder (or its part.json) is its model for `static`, its program for
+    /// `edit10`.
     #[arg(long)]
     pub gt: PathBuf,
     /// `static`, or `edit10` (every extrusion depth x1.1 in both models first).
@@ -72,7 +74,9 @@ impl EvalArgs {
 pub fn run(args: &EvalArgs) -> Result<ExitCode> {
     let options = args.options()?;
     let shard = args.shard.resolve()?;
-    let mut pairs = eval::pair_paths(&args.pred, &args.gt)?;
+    let part_truth = gerd_part_truth(&args.gt, args.protocol)?;
+    let gt = part_truth.as_ref().map_or(args.gt.clone(), |(_, path)| path.clone());
+    let mut pairs = eval::pair_paths(&args.pred, &gt)?;
     if let Some(s) = shard {
         anyhow::ensure!(
             args.json.is_some() || args.jsonl.is_some(),
@@ -96,6 +100,35 @@ pub fn run(args: &EvalArgs) -> Result<ExitCode> {
         return Err(e).context("cannot write the table");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A GERD part as a ground truth: `DIR` with a part.json, or the part.json itself. Its
+/// model (`static`) or its program (`edit10`) is copied into a scratch folder under the
+/// part's ID, so the sample is named after the part. `None` for anything else.
+fn gerd_part_truth(gt: &Path, protocol: Protocol) -> Result<Option<(tempfile::TempDir, PathBuf)>> {
+    let dir = if gt.is_dir() && gt.join(gerd::record::PART_JSON).is_file() {
+        gt.to_path_buf()
+    } else if gt.is_file() && gt.file_name().is_some_and(|n| n == gerd::record::PART_JSON) {
+        gt.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    } else {
+        return Ok(None);
+    };
+    let record = gerd::record::read_part(&dir).with_context(|| format!("{} is not a readable GERD part", dir.display()))?;
+    let scratch = tempfile::tempdir().context("cannot make a scratch folder")?;
+    let path = match protocol {
+        Protocol::Static => {
+            let step = dir.join(&record.files.model_step);
+            let copy = scratch.path().join(format!("{}.step", record.id));
+            std::fs::copy(&step, &copy).with_context(|| format!("cannot read the part's model {}", step.display()))?;
+            copy
+        }
+        Protocol::Edit10 => {
+            let copy = scratch.path().join(format!("{}.json", record.id));
+            write_atomic(&copy, serde_json::to_string_pretty(&record.program)?.as_bytes())?;
+            copy
+        }
+    };
+    Ok(Some((scratch, path)))
 }
 
 pub fn write_outputs(report: &Report, json: Option<&Path>, jsonl: Option<&Path>) -> Result<()> {

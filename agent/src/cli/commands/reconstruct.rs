@@ -19,6 +19,10 @@ pub struct ReconstructArgs {
     /// Continue the interrupted reconstruction in DIR from its program.json.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
+    /// Start over in an --out folder that holds an earlier reconstruction, deleting what
+    /// that one wrote (without it such a folder is refused, so nothing stale mixes in).
+    #[arg(long, conflicts_with = "resume")]
+    pub replace: bool,
     #[arg(long, value_enum, default_value = "oracle")]
     pub vlm: Backend,
     /// Ground truth for the oracle: a GERD part folder or a program .json.
@@ -95,6 +99,10 @@ pub struct ReconstructArgs {
     /// included).
     #[arg(long, default_value_t = 120.0)]
     pub script_seconds: f64,
+    /// Check the model server (the key, that it answers, that it serves the model) and
+    /// exit: what `run` does once before its first part.
+    #[arg(long, hide = true)]
+    pub check_backend: bool,
     #[command(flatten)]
     pub worker: WorkerArgs,
 }
@@ -106,6 +114,13 @@ pub enum Baseline {
 }
 
 pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
+    if args.check_backend {
+        let config = settings::config(args)?;
+        if let Some(client) = settings::backend(args).connect(&config.vlm)? {
+            client.check_server()?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let out = match (&args.out, &args.resume) {
         (Some(o), Some(r)) if o != r => bail!("--out and --resume name different directories"),
         (Some(o), _) => o.clone(),
@@ -120,6 +135,9 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
         );
     }
     anyhow::ensure!(args.image.is_file(), "the target image {} does not exist", args.image.display());
+    if args.resume.is_none() {
+        prepare_out(&out, args.replace)?;
+    }
     let config = settings::config(args)?;
     if let Some(Baseline::DirectCode) = args.baseline {
         return direct_code(args, &out, &config);
@@ -159,6 +177,44 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
         out.display()
     );
     Ok(if outcome.failure.is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// What a reconstruction (the loop's or the baseline's) writes in its folder.
+const WRITTEN: [&str; 9] = [
+    "views",
+    "trace.jsonl",
+    "outcome.json",
+    "program.json",
+    "state.json",
+    "report.html",
+    "model.FCStd",
+    "model.step",
+    "model_script.py",
+];
+
+/// A new reconstruction's folder: missing, or holding none of the files a reconstruction
+/// writes (other files, such as the target image itself, are left alone). One that holds an
+/// earlier reconstruction is refused, so its stale step images never mix with new ones,
+/// unless `replace` says to delete what that one wrote.
+fn prepare_out(out: &std::path::Path, replace: bool) -> Result<()> {
+    let ours: Vec<&str> = WRITTEN.iter().copied().filter(|name| out.join(name).exists()).collect();
+    if ours.is_empty() {
+        return Ok(());
+    }
+    if !replace {
+        bail!(
+            "the output folder {} holds an earlier reconstruction ({}): --resume {} continues it, --replace starts over (deleting those files), or give another --out",
+            out.display(),
+            ours.join(", "),
+            out.display()
+        );
+    }
+    for name in ours {
+        let path = out.join(name);
+        let removed = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+        removed.with_context(|| format!("cannot delete {} to start over", path.display()))?;
+    }
+    Ok(())
 }
 
 /// `--baseline direct-code`: one script from the model, run in the sandbox.

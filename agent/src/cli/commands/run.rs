@@ -129,7 +129,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         if shard.is_some() {
             eprintln!("when every shard is done: vision2cad merge {} --out {}", args.out.display(), args.out.display());
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(exit_code(&[&results], &out));
     }
     if shard.is_some() {
         // The merge writes the sweep's table in the order the configurations were given.
@@ -159,7 +159,23 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     if let Some((key, _)) = &vary {
         crate::cli::curves::write_curves(&args.out, key, &rows)?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(exit_code(&rows.iter().map(|(_, r)| r).collect::<Vec<_>>(), &args.out))
+}
+
+/// Failure when no part of any configuration reached the loop's end: something is wrong
+/// with the run, not with its parts.
+fn exit_code(results: &[&RunResults], out: &Path) -> ExitCode {
+    let reached = results.iter().map(|r| r.status.finished + r.status.stopped).sum::<usize>();
+    if reached > 0 {
+        return ExitCode::SUCCESS;
+    }
+    let retry = results.iter().map(|r| r.status.crashed + r.status.backend_failed).sum::<usize>();
+    eprintln!(
+        "error: no part reached the loop's end; the reasons are in {}/results.md and each part's reconstruct.log{}",
+        out.display(),
+        if retry > 0 { "; parts the machine or the model server failed run again when the same command is repeated" } else { "" }
+    );
+    ExitCode::FAILURE
 }
 
 /// `KEY=V1,V2,...` of --vary.
@@ -303,6 +319,8 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>)
     anyhow::ensure!(args.vlm_concurrency >= 1, "--vlm-concurrency must be at least 1");
     anyhow::ensure!(args.item_timeout > 0.0, "--item-timeout must be a positive number of seconds");
     let split: Split = args.split.split();
+    anyhow::ensure!(args.limit != Some(0), "--limit must be at least 1");
+    anyhow::ensure!(args.dataset.exists(), "the dataset folder {} does not exist", args.dataset.display());
     if !args.dataset.join(gerd::record::PARTS_DIR).is_dir() {
         bail!("{} is not a GERD dataset (no parts/)", args.dataset.display());
     }
@@ -349,6 +367,12 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>)
     let skipped = parts.len() - todo.len();
     if skipped > 0 {
         eprintln!("{skipped} of {} parts are already done; running the other {}", parts.len(), todo.len());
+    }
+
+    if args.vlm == RunBackend::Openai
+        && let Some(first) = todo.first()
+    {
+        check_backend(&first.join("target.png"), &args.reconstruct.iter().chain(extra).cloned().collect::<Vec<_>>())?;
     }
 
     // One limit on requests in flight for the whole run, whatever --jobs is.
@@ -405,6 +429,26 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>)
     write_atomic(&out.join("eval_edit10.json"), serde_json::to_string_pretty(&edit_report)?.as_bytes())?;
 
     write_results(out, &settings, &static_report, &edit_report, wall)
+}
+
+/// Before any part runs: the model server takes the key, answers and serves the model,
+/// checked by `reconstruct --check-backend` with the options every part gets, so a run
+/// with a missing key or a server that is down stops at once instead of failing every part.
+fn check_backend(image: &Path, options: &[String]) -> Result<()> {
+    let program = std::env::current_exe().context("cannot locate the vision2cad executable")?;
+    let out = std::process::Command::new(program)
+        .arg("reconstruct")
+        .arg(image)
+        .args(["--vlm", "openai", "--check-backend"])
+        .args(options)
+        .output()
+        .context("cannot check the model server")?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let reason = stderr.lines().filter(|l| !l.trim().is_empty()).collect::<Vec<_>>().join("\n");
+        bail!("the model server cannot be used, so no part was run:\n{reason}");
+    }
+    Ok(())
 }
 
 /// `results.json`, `results.md` and `index.html` of a run whose parts and evaluation
