@@ -10,7 +10,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use freecad_bridge::command::Sketch;
-use freecad_bridge::{BridgeError, Command, ModelState, Preview, Program, Session};
+use freecad_bridge::{BridgeError, Command, ModelState, Preview, Program, RefusalKind, Session};
 use gerd::retrieve::embed::Embedder;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -678,19 +678,43 @@ impl Engine<'_> {
                 Asked::Backend(reason) => return Ok(Attempt::Failed(reason)),
             }
         }
-        let command = if plan.sketches.is_empty() {
+        let mut command = if plan.sketches.is_empty() {
             command
         } else {
-            match serde_json::from_value::<Command>(command_value) {
+            match serde_json::from_value::<Command>(command_value.clone()) {
                 Ok(c) => c,
                 Err(e) => {
                     return Ok(Attempt::retry(format!("the command with the sketch's parameters does not parse: {e}")));
                 }
             }
         };
-        let preview = match self.candidate(session, &mut sketches, &command, turn)? {
-            Ok(p) => p,
-            Err(reason) => return self.failed_candidate(turn, reason),
+        // A sketch whose constraints cannot be solved goes back to Stage 2 with the solver's
+        // words (the drawing is at fault, not the plan), up to `max_invalid_answers` times.
+        let mut redraws = 0;
+        let (command, preview) = loop {
+            let failure = match self.candidate(session, &mut sketches, &command, turn)? {
+                Ok(p) => break (command, p),
+                Err(failure) => failure,
+            };
+            let Some(i) = failure.unsolvable_sketch.filter(|_| redraws < self.config.max_invalid_answers) else {
+                return self.failed_candidate(turn, failure.reason);
+            };
+            redraws += 1;
+            self.failed_candidates += 1;
+            self.emit(TraceEvent::Execute(Execution::failed(turn.step, turn.attempt, failure.reason.clone())))?;
+            let mut told = feedback.to_vec();
+            told.push(format!("your last drawing of this sketch cannot be solved: {}", failure.reason));
+            match self.stage2(vlm, session, &plan, &plan.sketches[i], turn, &mut command_value, &told)? {
+                Asked::Answer(sketch) => sketches[i] = sketch,
+                Asked::Invalid(reason) => return Ok(Attempt::retry(reason)),
+                Asked::Backend(reason) => return Ok(Attempt::Failed(reason)),
+            }
+            match serde_json::from_value::<Command>(command_value.clone()) {
+                Ok(c) => command = c,
+                Err(e) => {
+                    return Ok(Attempt::retry(format!("the command with the sketch's parameters does not parse: {e}")));
+                }
+            }
         };
         if turn.verify {
             let retry = self.stage3(vlm, state, &plan, &preview, turn)?;
@@ -717,6 +741,17 @@ impl Engine<'_> {
         Ok(Attempt::Accepted)
     }
 
+}
+
+/// Why a candidate could not be executed or previewed.
+#[derive(Debug)]
+struct CandidateFailure {
+    reason: String,
+    /// The index of the sketch whose constraints cannot be solved, when that was the failure.
+    unsolvable_sketch: Option<usize>,
+}
+
+impl Engine<'_> {
     fn failed_candidate(&mut self, turn: Turn, reason: String) -> Result<Attempt, LoopError> {
         self.failed_candidates += 1;
         self.emit(TraceEvent::Execute(Execution::failed(turn.step, turn.attempt, reason.clone())))?;
@@ -732,7 +767,7 @@ impl Engine<'_> {
         sketches: &mut [Sketch],
         command: &Command,
         turn: Turn,
-    ) -> Result<Result<Preview, String>, LoopError> {
+    ) -> Result<Result<Preview, CandidateFailure>, LoopError> {
         for (i, sketch) in sketches.iter_mut().enumerate() {
             let c = Command::Sketch(sketch.clone());
             match kernel(&mut self.timing, session, |s| s.execute(&c)) {
@@ -752,7 +787,11 @@ impl Engine<'_> {
                     if i > 0 {
                         self.rollback(session)?;
                     }
-                    return Ok(Err(format!("sketch {name}: {e}")));
+                    let unsolvable = matches!(&e, BridgeError::Command { kind: RefusalKind::Unsolvable, .. });
+                    return Ok(Err(CandidateFailure {
+                        reason: format!("sketch {name}: {e}"),
+                        unsolvable_sketch: unsolvable.then_some(i),
+                    }));
                 }
             }
         }
@@ -764,7 +803,7 @@ impl Engine<'_> {
                 if !sketches.is_empty() {
                     self.rollback(session)?;
                 }
-                Ok(Err(e.to_string()))
+                Ok(Err(CandidateFailure { reason: e.to_string(), unsolvable_sketch: None }))
             }
         }
     }

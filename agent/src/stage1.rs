@@ -62,6 +62,7 @@ impl Engine<'_> {
             .value("unverified_step", self.steps_done.to_string())
             .flag("unverified", self.unverified.last() == Some(&self.steps_done) && self.steps_done > 0)
             .flag("empty", state.empty)
+            .flag("fresh", self.history.is_empty())
             .value("bodies", state.bodies.iter().map(|b| b.id.as_str()).collect::<Vec<_>>().join(", "))
             .value("active_body", format!("B{}", state.active_body_number()))
             .flag("several_bodies", state.bodies.len() > 1);

@@ -660,3 +660,30 @@ fn a_jpeg_target_is_reconstructed() {
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     assert_eq!(outcome(&out)["finished"], true);
 }
+
+/// A drawing whose constraints conflict goes back to Stage 2, with the solver's words, in the
+/// same attempt: Stage 1 is not asked again, and the redrawn sketch is committed.
+#[test]
+fn a_conflicting_drawing_is_redrawn_in_stage_two() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = target_image(&example_path("box"), dir.path());
+    let mut conflicting = box_sketch();
+    conflicting["answer"]["constraints"] = serde_json::json!([
+        {"type": "length", "line": "g0", "value": 0.3}, {"type": "length", "line": "g0", "value": 0.35}]);
+    let accept = serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": []}});
+    let end = serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}});
+    let script = dir.path().join("script.jsonl");
+    write_script(&script, &[box_plan(), conflicting, box_sketch(), accept, end]);
+    let out = dir.path().join("out");
+    let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let events = trace(&out);
+    let stage2: Vec<&Value> = events.iter().filter(|e| e["stage"] == "stage2").collect();
+    assert_eq!(stage2.len(), 2, "the sketch was drawn twice");
+    let again = stage2[1]["request"]["text"].as_str().expect("text");
+    assert!(again.contains("cannot be solved") && again.contains("conflicting constraints"), "{again}");
+    assert_eq!(events.iter().filter(|e| e["stage"] == "stage1").count(), 2, "one plan, then END");
+    let committed = events.iter().find(|e| e["event"] == "execute" && e["ok"] == true).expect("committed");
+    assert_eq!(committed["attempt"].as_u64(), Some(1), "in the same attempt");
+    assert_eq!(outcome(&out)["failed_candidates"], 1, "the unsolvable drawing is counted");
+}

@@ -96,7 +96,10 @@ fn a_run_evaluates_every_part_and_resumes_to_the_same_results() {
         "--item-timeout",
         "0.2",
     ]);
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    // No part reached the end, so the run exits 1, after writing its results.
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert!(err.contains("no part reached the loop's end"), "{err}");
     let slow_results = results(&slow);
     assert_eq!(slow_results["status"]["timeout"], 1);
     assert_eq!(slow_results["static"]["cr"], 0.0);

@@ -149,6 +149,9 @@ pub enum RefusalKind {
     NoEffect,
     /// The result would be several separate solids, which one body cannot hold.
     SeparateSolids,
+    /// A sketch's constraints cannot be solved (they conflict, or the solver fails): the
+    /// drawing is at fault, not its place in the model.
+    Unsolvable,
     /// Anything else: a reference that does not resolve, a feature FreeCAD could not
     /// compute, an invalid result.
     #[default]

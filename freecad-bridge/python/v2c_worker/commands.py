@@ -1,11 +1,13 @@
 """Modeling commands (sketch, extrude, revolve, sweep, loft, dress-up, plane, body), each a
 transaction, and the parameters an edit test changes."""
 
+import re
+
 import FreeCAD
 import Part
 import Sketcher
 
-from v2c_worker.document import EPS_VOLUME, MODEL, NO_EFFECT, OTHER, SEPARATE_SOLIDS, V, CommandFailed
+from v2c_worker.document import EPS_VOLUME, MODEL, NO_EFFECT, OTHER, SEPARATE_SOLIDS, UNSOLVABLE, V, CommandFailed
 from v2c_worker.entities import (
     _CURVES,
     entity_kind,
@@ -116,7 +118,13 @@ def add_sketch(cmd):
             culprits = _conflicting(sk, [c.get("label", "") for c in cmd["constraints"]])
             if culprits:
                 detail += " (%s: the sketch solves without any one of them)" % ", ".join(culprits)
-        raise CommandFailed("sketch %s cannot be solved: %s" % (cmd["name"], detail), cmd["name"])
+        # FreeCAD's own words for a constraint on geometry it cannot apply to.
+        detail = re.sub(
+            r"Please remove the following malformed constraints?:\s*",
+            "constraints that cannot apply to the geometry they name (FreeCAD's numbers, from 1): ",
+            detail,
+        )
+        raise CommandFailed("sketch %s cannot be solved: %s" % (cmd["name"], detail), cmd["name"], UNSOLVABLE)
     result = {"feature": sk.Name, "frame": frame_of(sk)}
     if dropped:
         result["dropped"] = dropped

@@ -15,6 +15,7 @@ EPS_VOLUME = 1e-9
 # Kinds of refusal (freecad-bridge's `RefusalKind`): callers match on these, not on wording.
 NO_EFFECT = "no_effect"
 SEPARATE_SOLIDS = "separate_solids"
+UNSOLVABLE = "unsolvable"
 OTHER = "other"
 
 

@@ -227,7 +227,7 @@ fn refusal(error: &ImportError) -> Option<Refusal> {
     match kind {
         RefusalKind::NoEffect => Some(Refusal::NoEffect),
         RefusalKind::SeparateSolids => Some(Refusal::Disconnected),
-        RefusalKind::Other => None,
+        RefusalKind::Unsolvable | RefusalKind::Other => None,
     }
 }
 
