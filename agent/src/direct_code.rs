@@ -96,7 +96,7 @@ pub fn direct_code(
     // Where the loop keeps the target it shows, so a folder never holds a second copy of
     // a user's own `target.png` beside it.
     let target_png = out.join("views").join("target.png");
-    std::fs::create_dir_all(out.join("views")).map_err(|e| io(&out.join("views"))(e.into()))?;
+    std::fs::create_dir_all(out.join("views")).map_err(|e| io(&out.join("views"))(e))?;
     target
         .save(&target_png)
         .map_err(|e| LoopError::Image { path: target_png.display().to_string(), reason: e.to_string() })?;

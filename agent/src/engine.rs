@@ -406,6 +406,12 @@ impl Engine<'_> {
     /// The target as every request shows it: a copy with the circle around the part's
     /// silhouette (what S_t stands for, dashed; not under no-Reg) and the model's axes as
     /// the target's direction shows them (a triad in the lower left corner).
+    /// The radius in pixels of S_t's circle in the images of the model (the tagged view,
+    /// the target as shown, the preview's panels).
+    pub(crate) fn circle_px(&self) -> f64 {
+        f64::from(self.config.view_size) * views::TAGGED_FILL / 2.0
+    }
+
     fn target_as_shown(&self) -> image::RgbImage {
         let mut shown = if self.config.ablations.no_reg {
             self.target.image.clone()
@@ -413,11 +419,7 @@ impl Engine<'_> {
             // At the tagged view's framing: the target's circle is S_t's circle there.
             let mut framed = self.target.framed(self.config.view_size, views::TAGGED_FILL);
             let (w, h) = framed.dimensions();
-            register::draw_sphere(
-                &mut framed,
-                [f64::from(w) / 2.0, f64::from(h) / 2.0],
-                f64::from(w.min(h)) * views::TAGGED_FILL / 2.0,
-            );
+            register::draw_sphere(&mut framed, [f64::from(w) / 2.0, f64::from(h) / 2.0], self.circle_px());
             framed
         };
         let (w, h) = shown.dimensions();
@@ -473,7 +475,7 @@ impl Engine<'_> {
         Options {
             size: self.config.view_size,
             direction: self.config.direction,
-            labels: LabelKinds { edges: !ab.no_egr, faces: false, vertices: false },
+            labels: LabelKinds { edges: !ab.no_egr, faces: !ab.no_egr, vertices: false },
             sphere: (!ab.no_reg).then_some((self.sphere.center, self.sphere.radius)),
             ..Options::default()
         }

@@ -51,6 +51,8 @@ impl Engine<'_> {
             .value("sphere_center", fmt3(self.sphere.center))
             .value("sphere_radius", format!("{:.4}", self.sphere.radius))
             .value("moved_by", fmt3(self.moved))
+            .value("circle_px", format!("{:.0}", self.circle_px()))
+            .value("px_per_mm", format!("{:.3}", self.circle_px() / self.sphere.radius))
             .flag("moved", self.moved.iter().any(|d| d.abs() >= 5e-5))
             .value("part_diameter", format!("{:.0}", 2.0 * self.sphere.radius))
             .value("direction", direction_text(self.config.direction))

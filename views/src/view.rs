@@ -105,10 +105,13 @@ pub struct View {
 
 /// Fraction of a [`target`] render the framing sphere's diameter fills.
 pub const TARGET_FILL: f64 = 0.82;
-/// Fraction of a [`tagged`] view the framing sphere's diameter fills (room for labels).
-pub const TAGGED_FILL: f64 = 0.58;
-/// Fraction of a [`preview`]'s candidate panel the framing sphere's diameter fills.
-pub const PREVIEW_FILL: f64 = 0.8;
+/// Fraction of a [`tagged`] view the framing sphere's diameter fills (room for labels
+/// around it). The preview uses the same, so every picture of the model a VLM sees is at one
+/// scale.
+pub const TAGGED_FILL: f64 = 0.66;
+/// Fraction of a [`preview`]'s candidate panel the framing sphere's diameter fills: the
+/// tagged view's.
+pub const PREVIEW_FILL: f64 = TAGGED_FILL;
 
 fn camera_for(scene: &Scene, opts: &Options, fill: f64) -> Camera {
     let (center, radius) = match opts.sphere {
