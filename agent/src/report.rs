@@ -88,9 +88,10 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
         figure{display:inline-block;margin:4px}img{max-width:500px;border:1px solid #ccc}\
         pre{background:#f6f6f6;padding:6px;white-space:pre-wrap;font-size:12px}\
         .ok{color:#1a7f37}.bad{color:#b42318}.call{border-left:3px solid #ccd;padding-left:8px;margin:8px 0}\
-        details summary{cursor:pointer;color:#555}</style></head><body>\n<h1>vision2cad reconstruction</h1>\n",
+        details summary{cursor:pointer;color:#555}.wide img{max-width:100%}\
+        .summary{background:#f4f6fa;padding:8px 12px;border-radius:6px}</style></head><body>\n<h1>vision2cad reconstruction</h1>\n",
     );
-    h.push_str(&image_tag(dir, "views/target.png"));
+    summary(&mut h, dir, &events);
     let mut current_step = 0;
     for e in &events {
         match e {
@@ -122,13 +123,18 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                     if call.cached { ", from the response cache" } else { "" }
                 );
                 for img in call.request.images.iter().filter(|i| *i != "views/target.png") {
-                    h.push_str(&image_tag(dir, img));
+                    // The preview's two panels at their full size.
+                    if img.ends_with("_preview.png") {
+                        let _ = write!(h, "<div class=\"wide\">{}</div>", image_tag(dir, img));
+                    } else {
+                        h.push_str(&image_tag(dir, img));
+                    }
                 }
                 let _ = write!(
                     h,
                     "<details><summary>request</summary><pre>{}</pre></details><pre>{}</pre>",
                     escape(&call.request.text),
-                    escape(&pretty(call.answer.as_deref().unwrap_or("")))
+                    escape(&compact(call.answer.as_deref().unwrap_or("")))
                 );
                 for err in &call.errors {
                     let _ = write!(h, "<p class=\"bad\">invalid: {}</p>", escape(err));
@@ -150,7 +156,7 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                 let _ = write!(
                     h,
                     "<p class=\"ok\">{verified}:</p><pre>{}</pre>",
-                    escape(&serde_json::to_string_pretty(&x.commands).unwrap_or_default())
+                    escape(&x.commands.iter().map(compact_json).collect::<Vec<_>>().join("\n"))
                 );
             }
             TraceEvent::Retrieved { hits, .. } => {
@@ -214,9 +220,119 @@ fn usage_text(usage: &Usage) -> String {
     format!(", {} tokens in, {} out{cost}", usage.input_tokens, usage.output_tokens)
 }
 
-fn pretty(text: &str) -> String {
-    serde_json::from_str::<Value>(text)
-        .ok()
-        .and_then(|v| serde_json::to_string_pretty(&v).ok())
-        .unwrap_or_else(|| text.to_string())
+/// The top of the report: the target beside the model as last shown, how the run ended,
+/// what it cost, and the files it wrote.
+fn summary(h: &mut String, dir: &Path, events: &[TraceEvent]) {
+    h.push_str("<div class=\"summary\">");
+    h.push_str(&image_tag(dir, "views/target.png"));
+    let last_view = std::fs::read_dir(dir.join("views"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with("_tagged.png"))
+        .max();
+    if let Some(name) = last_view {
+        h.push_str(&image_tag(dir, &format!("views/{name}")));
+    }
+    match events.iter().rev().find_map(|e| if let TraceEvent::Stop { outcome } = e { Some(outcome) } else { None }) {
+        Some(o) => {
+            let class = if o.failure.is_some() { "bad" } else { "ok" };
+            let _ = write!(
+                h,
+                "<p class=\"{class}\"><b>{}</b>: {} steps accepted; {} model calls, {} rejections, {} failed candidates, {} unverified commits{}; {:.1} s.</p>",
+                if o.finished { "Finished" } else { "Stopped" },
+                o.steps,
+                o.calls,
+                o.rejections,
+                o.failed_candidates,
+                o.unverified_commits,
+                if o.usage.input_tokens > 0 { usage_text(&o.usage) } else { String::new() },
+                o.seconds
+            );
+            if !o.finished {
+                let _ = write!(h, "<p class=\"{class}\">{}</p>", escape(&o.stop));
+            }
+        }
+        None => h.push_str("<p class=\"bad\">The run has not ended (or was interrupted): the steps so far are below.</p>"),
+    }
+    let links: Vec<String> = ["model.FCStd", "model.step", "program.json", "trace.jsonl"]
+        .iter()
+        .filter(|f| dir.join(f).is_file())
+        .map(|f| format!("<a href=\"{f}\">{f}</a>"))
+        .collect();
+    let _ = write!(h, "<p>Files: {}</p></div>\n", links.join(" &middot; "));
+}
+
+/// An answer as one line of JSON, numbers rounded to 4 decimals (`-29.85`, not
+/// `-29.849999999999994`); text that is not JSON as it is.
+fn compact(text: &str) -> String {
+    serde_json::from_str::<Value>(text).map(|v| compact_json(&v)).unwrap_or_else(|_| text.to_string())
+}
+
+/// One line of JSON, in the value's own key order, numbers rounded to 4 decimals.
+pub(crate) fn compact_json<T: Serialize>(value: &T) -> String {
+    round_numbers(&serde_json::to_string(value).unwrap_or_default())
+}
+
+/// Every number of a JSON text with more than 4 decimals, rounded to 4 (strings are left
+/// alone).
+fn round_numbers(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let mut chars = json.char_indices().peekable();
+    let mut in_string = false;
+    while let Some((i, c)) = chars.next() {
+        if in_string {
+            out.push(c);
+            if c == '\\' {
+                if let Some((_, next)) = chars.next() {
+                    out.push(next);
+                }
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        if c == '"' {
+            in_string = true;
+            out.push(c);
+            continue;
+        }
+        if c == '-' || c.is_ascii_digit() {
+            let mut end = i + c.len_utf8();
+            while let Some(&(j, d)) = chars.peek() {
+                if d.is_ascii_digit() || matches!(d, '.' | 'e' | 'E' | '+' | '-') {
+                    end = j + d.len_utf8();
+                    chars.next();
+                } else {
+                    break;
+                }
+            }
+            let token = &json[i..end];
+            match token.parse::<f64>() {
+                Ok(x) if token.contains(['.', 'e', 'E']) => {
+                    let r = (x * 1e4).round() / 1e4;
+                    out.push_str(&serde_json::Number::from_f64(if r == 0.0 { 0.0 } else { r }).map_or_else(|| token.to_string(), |n| n.to_string()));
+                }
+                _ => out.push_str(token),
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_rounded_and_strings_left_alone() {
+        let text = r#"{"op":"extrude","depth":-29.849999999999994,"n":3,"note":"1.234567 \"2.345678\"","e":1e-12}"#;
+        assert_eq!(
+            round_numbers(text),
+            r#"{"op":"extrude","depth":-29.85,"n":3,"note":"1.234567 \"2.345678\"","e":0.0}"#
+        );
+    }
 }

@@ -122,7 +122,12 @@ fn history_text(history: &[Command]) -> String {
     if history.is_empty() {
         return "(none yet: the model is empty)".into();
     }
-    history.iter().map(|c| serde_json::to_string(c).unwrap_or_default()).collect::<Vec<_>>().join("\n")
+    // Rounded as the model writes numbers: FreeCAD's round-off (-29.900000000000006) is noise.
+    history
+        .iter()
+        .map(crate::report::compact_json)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Stage 1's answer: the command, the new sketches it needs, and the body it works in.

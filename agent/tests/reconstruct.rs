@@ -687,3 +687,31 @@ fn a_conflicting_drawing_is_redrawn_in_stage_two() {
     assert_eq!(committed["attempt"].as_u64(), Some(1), "in the same attempt");
     assert_eq!(outcome(&out)["failed_candidates"], 1, "the unsolvable drawing is counted");
 }
+
+/// The report opens with what a user looks for first: the target beside the model, how the
+/// run ended, and links to the files; answers read as compact JSON with rounded numbers.
+#[test]
+fn the_report_opens_with_a_summary_and_reads_compactly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let gt = example_path("plate_counterbore");
+    let run = reconstruct(
+        &repo_root().join("assets/examples/plate_counterbore.png"),
+        &out,
+        &["--gt", gt.to_str().expect("utf-8")],
+    );
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report");
+    let summary = html.find("<b>Finished</b>: 4 steps accepted").expect("the outcome in the summary");
+    let first_step = html.find("<h2>Step 1</h2>").expect("the steps");
+    assert!(summary < first_step, "the summary comes first");
+    for file in ["model.FCStd", "model.step", "program.json", "trace.jsonl"] {
+        assert!(html.contains(&format!("<a href=\"{file}\">{file}</a>")), "a link to {file}");
+    }
+    assert!(html.matches("<img ").count() >= 2, "the target and the model");
+    // No float noise: at most 4 decimals in the answers and commands shown.
+    let noisy = html.split(|c: char| !(c.is_ascii_digit() || c == '.')).any(|t| {
+        t.split_once('.').is_some_and(|(_, frac)| frac.len() > 4 && frac.chars().all(|c| c.is_ascii_digit()))
+    });
+    assert!(!noisy, "a number with more than 4 decimals in the report");
+}
