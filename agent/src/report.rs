@@ -261,7 +261,7 @@ fn summary(h: &mut String, dir: &Path, events: &[TraceEvent]) {
         .filter(|f| dir.join(f).is_file())
         .map(|f| format!("<a href=\"{f}\">{f}</a>"))
         .collect();
-    let _ = write!(h, "<p>Files: {}</p></div>\n", links.join(" &middot; "));
+    let _ = writeln!(h, "<p>Files: {}</p></div>", links.join(" &middot; "));
 }
 
 /// An answer as one line of JSON, numbers rounded to 4 decimals (`-29.85`, not
