@@ -17,13 +17,18 @@ const KEY: &str = "sk-e2e-secret-9f8e7d6c5b4a";
 fn run(image: &Path, out: &Path, args: &[&str], key: Option<&str>) -> std::process::Output {
     let mut cmd = Process::new(binary());
     cmd.arg("reconstruct").arg(image).arg("--out").arg(out).args(args);
+    with_key(&mut cmd, key).output().expect("runs")
+}
+
+/// The command with no server settings from the environment, and the key when given.
+fn with_key<'a>(cmd: &'a mut Process, key: Option<&str>) -> &'a mut Process {
     for var in ["VISION2CAD_API_KEY", "OPENAI_API_KEY", "VISION2CAD_BASE_URL", "OPENAI_BASE_URL"] {
         cmd.env_remove(var);
     }
     if let Some(k) = key {
         cmd.env("VISION2CAD_API_KEY", k);
     }
-    cmd.output().expect("runs")
+    cmd
 }
 
 fn read(path: &Path) -> String {
@@ -173,13 +178,7 @@ fn a_server_that_keeps_failing_ends_the_run_with_a_recorded_error_and_the_files_
 fn batch(dataset: &Path, out: &Path, options: &[&str], key: Option<&str>) -> std::process::Output {
     let mut cmd = Process::new(binary());
     cmd.args(["run", "--dataset"]).arg(dataset).arg("--out").arg(out).args(["--vlm", "openai", "--"]).args(options);
-    for var in ["VISION2CAD_API_KEY", "OPENAI_API_KEY", "VISION2CAD_BASE_URL", "OPENAI_BASE_URL"] {
-        cmd.env_remove(var);
-    }
-    if let Some(k) = key {
-        cmd.env("VISION2CAD_API_KEY", k);
-    }
-    cmd.output().expect("runs")
+    with_key(&mut cmd, key).output().expect("runs")
 }
 
 fn items_written(out: &Path) -> usize {
