@@ -107,10 +107,28 @@ impl Config {
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?;
-        let config: Config = toml::from_str(&text)
-            .map_err(|e| ConfigError::Parse { path: path.display().to_string(), message: e.to_string() })?;
+        let config: Config = toml::from_str(&text).map_err(|e| {
+            let mut message = e.to_string();
+            // Serde lists the expected keys of the tables but not of the top level (the
+            // ablations are flattened into it): say them here, from the type itself.
+            if message.contains("unknown field") && !message.contains("expected") {
+                message.push_str(&format!("\nthe configuration's keys: {}", Config::keys().join(", ")));
+            }
+            ConfigError::Parse { path: path.display().to_string(), message }
+        })?;
         config.check()?;
         Ok(config)
+    }
+
+    /// The top-level keys of a configuration file, tables last (`[vlm]`, `[sim]`).
+    pub fn keys() -> Vec<String> {
+        let value = serde_json::to_value(Config::default()).unwrap_or_default();
+        let mut keys: Vec<(bool, String)> = value
+            .as_object()
+            .map(|o| o.iter().map(|(k, v)| (v.is_object(), if v.is_object() { format!("[{k}]") } else { k.clone() })).collect())
+            .unwrap_or_default();
+        keys.sort_by_key(|(table, _)| *table);
+        keys.into_iter().map(|(_, k)| k).collect()
     }
 
     /// Refuse values the loop cannot work with.
@@ -151,6 +169,11 @@ mod tests {
         assert_eq!(c.direction, [1.0, 1.0, 1.0]);
         assert_eq!(c.part_radius, 50.0);
         assert!(toml::from_str::<Config>("no_such_key = 1").is_err());
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "max_step = 3\n").expect("write");
+        let err = Config::from_file(&file).expect_err("a typo").to_string();
+        assert!(err.contains("max_step") && err.contains("max_steps") && err.contains("no_pgr") && err.contains("[vlm]"), "{err}");
         assert_eq!(c.ablations.names(), vec!["no_pgr"]);
         let c: Config =
             toml::from_str("[vlm]\nmodel = \"m\"\n[vlm.prices.m]\ninput = 1.0\noutput = 2.0").expect("parses");

@@ -369,6 +369,23 @@ fn bad_inputs_get_clear_errors() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
+    // A whole dataset as the ground truth: the message says to give one of its parts.
+    let dataset = dir.path().join("dataset");
+    std::fs::create_dir_all(dataset.join("parts")).expect("mkdir");
+    let run = reconstruct(&image, &dir.path().join("e"), &["--gt", dataset.to_str().expect("utf-8")]);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(err.contains("is a whole GERD dataset") && err.contains("parts/ID"), "{err}");
+    // Each cause once: no "Not a directory (os error 20): Not a directory (os error 20)".
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").expect("write");
+    let run = reconstruct(&image, &file.join("out"), &["--gt", gt]);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "{err}");
+    let line = err.lines().find(|l| l.starts_with("error:")).expect("an error line");
+    let words: Vec<&str> = line.split(": ").collect();
+    let mut unique = words.clone();
+    unique.dedup();
+    assert_eq!(words, unique, "a cause repeated: {line}");
 }
 
 #[test]

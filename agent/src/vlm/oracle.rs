@@ -42,6 +42,17 @@ pub struct GroundTruth {
 impl GroundTruth {
     /// A GERD part folder (its `part.json`) or a program `.json`, executed in `session`.
     pub fn load(path: &Path, session: &mut Session) -> Result<GroundTruth, String> {
+        if path.is_dir() && !path.join(gerd::record::PART_JSON).is_file() {
+            return Err(if path.join(gerd::record::PARTS_DIR).is_dir() {
+                format!(
+                    "{} is a whole GERD dataset; the ground truth is one of its parts: {}/ID",
+                    path.display(),
+                    path.join(gerd::record::PARTS_DIR).display()
+                )
+            } else {
+                format!("{} is a folder without a part.json: give a GERD part folder or a program .json", path.display())
+            });
+        }
         let record = if path.is_dir() { Some(path.join(gerd::record::PART_JSON)) } else { None };
         if let Some(part) = record {
             let r = gerd::record::read_part(path).map_err(|e| format!("{}: {e}", part.display()))?;

@@ -108,6 +108,12 @@ pub fn run(args: &RenderArgs) -> Result<ExitCode> {
     let view = match args.view {
         ViewKind::Preview => preview(&mut session, &args.model, &opts, target.as_ref())?,
         kind => {
+            let known = args.model.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+            anyhow::ensure!(
+                matches!(known.as_deref(), Some("step" | "stp" | "fcstd" | "json")),
+                "cannot render {}: expected a .step/.stp, .FCStd or program .json file",
+                args.model.display()
+            );
             open_model(&mut session, &args.model)?;
             anyhow::ensure!(!session.state().empty, "{} holds no solid to render", args.model.display());
             let scene = views::scene_of(&mut session)?;

@@ -322,7 +322,23 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>)
     anyhow::ensure!(args.limit != Some(0), "--limit must be at least 1");
     anyhow::ensure!(args.dataset.exists(), "the dataset folder {} does not exist", args.dataset.display());
     if !args.dataset.join(gerd::record::PARTS_DIR).is_dir() {
-        bail!("{} is not a GERD dataset (no parts/)", args.dataset.display());
+        let holds_parts = std::fs::read_dir(&args.dataset)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.path().join(gerd::record::PART_JSON).is_file());
+        let one_part = args.dataset.join(gerd::record::PART_JSON).is_file();
+        if holds_parts || one_part {
+            let up = if one_part { 2 } else { 1 };
+            let root = args.dataset.ancestors().nth(up).filter(|p| !p.as_os_str().is_empty());
+            bail!(
+                "{} is {} of a GERD dataset, not the dataset: give the folder that holds parts/{}",
+                args.dataset.display(),
+                if one_part { "one part" } else { "the parts folder" },
+                root.map(|r| format!(" (--dataset {})", r.display())).unwrap_or_default()
+            );
+        }
+        bail!("{} is not a GERD dataset (no parts/ folder in it)", args.dataset.display());
     }
     let dataset = args.dataset.canonicalize().with_context(|| format!("cannot read {}", args.dataset.display()))?;
     let mut parts: Vec<PathBuf> = Vec::new();
