@@ -187,6 +187,7 @@ impl Reconstruction {
             out: out.to_path_buf(),
             trace: JsonlTrace::open(&out.join("trace.jsonl"), self.resume)?,
             sinks: &mut self.sinks,
+            framed_target: (!config.ablations.no_reg).then(|| framed_with_circle(&target, config.view_size)),
             target,
             history: Vec::new(),
             steps_done: 0,
@@ -205,6 +206,23 @@ impl Reconstruction {
         };
         engine.run(image, vlm, session, self.resume, started)
     }
+}
+
+// The preview's panels are at the tagged view's framing, so one framed target serves both.
+const _: () = assert!(views::PREVIEW_FILL == views::TAGGED_FILL);
+
+/// The radius in pixels of S_t's circle in a view of `view_size` pixels.
+fn circle_px(view_size: u32) -> f64 {
+    f64::from(view_size) * views::TAGGED_FILL / 2.0
+}
+
+/// The target at the framing of the model's views: its silhouette's circle where they draw
+/// S_t, the circle drawn dashed.
+fn framed_with_circle(target: &Target, view_size: u32) -> image::RgbImage {
+    let mut framed = target.framed(view_size, views::TAGGED_FILL);
+    let half = f64::from(view_size) / 2.0;
+    register::draw_sphere(&mut framed, [half, half], circle_px(view_size));
+    framed
 }
 
 /// How a step ended.
@@ -233,6 +251,20 @@ impl Attempt {
     }
 }
 
+/// Stage 1's command with the parameters Stage 2 revised.
+fn with_parameters(command: &Value) -> Result<Command, String> {
+    serde_json::from_value(command.clone())
+        .map_err(|e| format!("the command with the sketch's parameters does not parse: {e}"))
+}
+
+/// Why a candidate could not be executed or previewed.
+#[derive(Debug)]
+struct CandidateFailure {
+    reason: String,
+    /// The index of the sketch whose constraints cannot be solved, when that was the failure.
+    unsolvable_sketch: Option<usize>,
+}
+
 /// Where in the run an attempt is.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Turn {
@@ -255,6 +287,9 @@ pub(crate) struct Engine<'a> {
     pub prompts: Prompts,
     pub out: PathBuf,
     pub target: Target,
+    /// The target at the framing of the model's views, S_t's circle drawn (none under
+    /// no-Reg): made once, shown in Stage 1 and beside every preview.
+    pub framed_target: Option<image::RgbImage>,
     trace: JsonlTrace,
     sinks: &'a mut Vec<Box<dyn Sink>>,
     pub history: Vec<Command>,
@@ -403,25 +438,18 @@ impl Engine<'_> {
         Ok(outcome)
     }
 
-    /// The target as every request shows it: a copy with the circle around the part's
-    /// silhouette (what S_t stands for, dashed; not under no-Reg) and the model's axes as
-    /// the target's direction shows them (a triad in the lower left corner).
     /// The radius in pixels of S_t's circle in the images of the model (the tagged view,
     /// the target as shown, the preview's panels).
     pub(crate) fn circle_px(&self) -> f64 {
-        f64::from(self.config.view_size) * views::TAGGED_FILL / 2.0
+        circle_px(self.config.view_size)
     }
 
+    /// The target as every request shows it: framed as the model's views are, with the
+    /// circle around the part's silhouette (what S_t stands for, dashed; under no-Reg the
+    /// image as given) and the model's axes as the target's direction shows them (a triad in
+    /// the lower left corner).
     fn target_as_shown(&self) -> image::RgbImage {
-        let mut shown = if self.config.ablations.no_reg {
-            self.target.image.clone()
-        } else {
-            // At the tagged view's framing: the target's circle is S_t's circle there.
-            let mut framed = self.target.framed(self.config.view_size, views::TAGGED_FILL);
-            let (w, h) = framed.dimensions();
-            register::draw_sphere(&mut framed, [f64::from(w) / 2.0, f64::from(h) / 2.0], self.circle_px());
-            framed
-        };
+        let mut shown = self.framed_target.clone().unwrap_or_else(|| self.target.image.clone());
         let (w, h) = shown.dimensions();
         let size = f64::from(w.min(h));
         let length = (size * 0.07).max(12.0);
@@ -683,11 +711,9 @@ impl Engine<'_> {
         let mut command = if plan.sketches.is_empty() {
             command
         } else {
-            match serde_json::from_value::<Command>(command_value.clone()) {
+            match with_parameters(&command_value) {
                 Ok(c) => c,
-                Err(e) => {
-                    return Ok(Attempt::retry(format!("the command with the sketch's parameters does not parse: {e}")));
-                }
+                Err(reason) => return Ok(Attempt::retry(reason)),
             }
         };
         // A sketch whose constraints cannot be solved goes back to Stage 2 with the solver's
@@ -711,11 +737,9 @@ impl Engine<'_> {
                 Asked::Invalid(reason) => return Ok(Attempt::retry(reason)),
                 Asked::Backend(reason) => return Ok(Attempt::Failed(reason)),
             }
-            match serde_json::from_value::<Command>(command_value.clone()) {
+            match with_parameters(&command_value) {
                 Ok(c) => command = c,
-                Err(e) => {
-                    return Ok(Attempt::retry(format!("the command with the sketch's parameters does not parse: {e}")));
-                }
+                Err(reason) => return Ok(Attempt::retry(reason)),
             }
         };
         if turn.verify {
@@ -743,17 +767,6 @@ impl Engine<'_> {
         Ok(Attempt::Accepted)
     }
 
-}
-
-/// Why a candidate could not be executed or previewed.
-#[derive(Debug)]
-struct CandidateFailure {
-    reason: String,
-    /// The index of the sketch whose constraints cannot be solved, when that was the failure.
-    unsolvable_sketch: Option<usize>,
-}
-
-impl Engine<'_> {
     fn failed_candidate(&mut self, turn: Turn, reason: String) -> Result<Attempt, LoopError> {
         self.failed_candidates += 1;
         self.emit(TraceEvent::Execute(Execution::failed(turn.step, turn.attempt, reason.clone())))?;

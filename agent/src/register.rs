@@ -12,13 +12,12 @@
 use image::RgbImage;
 use nalgebra::Vector3;
 use serde::{Deserialize, Serialize};
-use views::{Options, Scene};
+use views::{Options, Scene, TARGET_FILL};
 
 use crate::vlm::Sphere;
 
 /// Size of the silhouettes compared when refitting S_t.
 const FIT_SIZE: u32 = 200;
-use views::TARGET_FILL;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RegisterError {

@@ -26,18 +26,12 @@ impl Engine<'_> {
         turn: Turn,
     ) -> Result<Option<Attempt>, LoopError> {
         let start = Instant::now();
-        let view = if self.config.ablations.no_reg {
-            views::preview(preview, &self.options(), Some(&self.target.image))
-        } else {
-            // The target at the candidate panel's framing, S_t's circle on both panels.
-            let n = self.config.view_size;
-            let mut target = self.target.framed(n, views::PREVIEW_FILL);
-            let circle = ([f64::from(n) / 2.0, f64::from(n) / 2.0], f64::from(n) * views::PREVIEW_FILL / 2.0);
-            register::draw_sphere(&mut target, circle.0, circle.1);
-            let mut view = views::preview(preview, &self.options(), Some(&target));
+        // The target at the candidate panel's framing, S_t's circle on both panels.
+        let target = self.framed_target.as_ref().unwrap_or(&self.target.image);
+        let mut view = views::preview(preview, &self.options(), Some(target));
+        if !self.config.ablations.no_reg {
             register::draw_sphere_on(&mut view, self.sphere);
-            view
-        };
+        }
         let image = self.save(&view.image, &format!("step{:02}_try{}_preview.png", turn.step, turn.attempt))?;
         self.timing.render += start.elapsed().as_secs_f64();
         let start = Instant::now();

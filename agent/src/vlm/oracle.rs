@@ -110,6 +110,9 @@ pub struct Oracle {
     /// Points on the ground truth's outline (vertices, edges sampled): what its silhouette
     /// spans from any direction.
     outline: Vec<[f64; 3]>,
+    /// The silhouette radius from the last direction asked (every request of a run asks
+    /// the same), so the outline is projected once, not per entity looked up.
+    silhouette: std::cell::Cell<Option<([f64; 3], f64)>>,
     /// The centre of the ground truth's box.
     center: [f64; 3],
     /// Axes along which the part may move without changing its program (see `movable_axes`).
@@ -204,7 +207,7 @@ impl Oracle {
         let center = bbox.map_or([0.0; 3], |b| std::array::from_fn(|i| (b.min[i] + b.max[i]) / 2.0));
         let movable = movable_axes(&gt.program);
         let outline = gt.states.last().map(outline_points).unwrap_or_default();
-        Oracle { gt, steps, radius, center, outline, movable, tolerant: false }
+        Oracle { gt, steps, radius, center, outline, silhouette: std::cell::Cell::new(None), movable, tolerant: false }
     }
 
     /// A digest of the ground truth's program (FNV-1a 64 of its JSON): what tells parts apart.
@@ -220,7 +223,15 @@ impl Oracle {
     }
 
     fn scale(&self, ctx: &Context) -> f64 {
-        ctx.sphere.radius / silhouette_radius(&self.outline, ctx.direction).unwrap_or(self.radius)
+        let radius = match self.silhouette.get() {
+            Some((direction, r)) if direction == ctx.direction => r,
+            _ => {
+                let r = silhouette_radius(&self.outline, ctx.direction).unwrap_or(self.radius);
+                self.silhouette.set(Some((ctx.direction, r)));
+                r
+            }
+        };
+        ctx.sphere.radius / radius
     }
 
     /// Where the ground truth goes in the run's model space: scaled to S_t's size and, along

@@ -356,11 +356,13 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>)
         eprintln!("{}: {} parts", s.name(), parts.len());
     }
     let ids: Vec<String> = parts.iter().map(|p| runner::part_id(p)).collect();
+    // What every part's `reconstruct` gets: the run's options, then the configuration's.
+    let options: Vec<String> = args.reconstruct.iter().chain(extra).cloned().collect();
     let settings = RunSettings {
         dataset: dataset.clone(),
         split: split.name().into(),
         vlm: args.vlm,
-        reconstruct: args.reconstruct.iter().chain(extra).cloned().collect(),
+        reconstruct: options.clone(),
         parts: ids.clone(),
         shard,
     };
@@ -388,7 +390,7 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>)
     if args.vlm == RunBackend::Openai
         && let Some(first) = todo.first()
     {
-        check_backend(&first.join("target.png"), &args.reconstruct.iter().chain(extra).cloned().collect::<Vec<_>>())?;
+        check_backend(&first.join("target.png"), &options)?;
     }
 
     // One limit on requests in flight for the whole run, whatever --jobs is.
@@ -397,7 +399,7 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>)
         program: std::env::current_exe().context("cannot locate the vision2cad executable")?,
         backend: args.vlm,
         shadow: args.shadow,
-        options: args.reconstruct.iter().chain(extra).cloned().collect(),
+        options,
         worker_timeout: args.worker.timeout,
         item_timeout: Duration::from_secs_f64(args.item_timeout),
         env: vec![(crate::cli::env::VLM_SLOTS.into(), slots.into())],
