@@ -125,7 +125,11 @@ impl Config {
         let value = serde_json::to_value(Config::default()).unwrap_or_default();
         let mut keys: Vec<(bool, String)> = value
             .as_object()
-            .map(|o| o.iter().map(|(k, v)| (v.is_object(), if v.is_object() { format!("[{k}]") } else { k.clone() })).collect())
+            .map(|o| {
+                o.iter()
+                    .map(|(k, v)| (v.is_object(), if v.is_object() { format!("[{k}]") } else { k.clone() }))
+                    .collect()
+            })
             .unwrap_or_default();
         keys.sort_by_key(|(table, _)| *table);
         keys.into_iter().map(|(_, k)| k).collect()
@@ -173,7 +177,10 @@ mod tests {
         let file = dir.path().join("c.toml");
         std::fs::write(&file, "max_step = 3\n").expect("write");
         let err = Config::from_file(&file).expect_err("a typo").to_string();
-        assert!(err.contains("max_step") && err.contains("max_steps") && err.contains("no_pgr") && err.contains("[vlm]"), "{err}");
+        assert!(
+            err.contains("max_step") && err.contains("max_steps") && err.contains("no_pgr") && err.contains("[vlm]"),
+            "{err}"
+        );
         assert_eq!(c.ablations.names(), vec!["no_pgr"]);
         let c: Config =
             toml::from_str("[vlm]\nmodel = \"m\"\n[vlm.prices.m]\ninput = 1.0\noutput = 2.0").expect("parses");

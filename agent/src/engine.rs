@@ -190,6 +190,7 @@ impl Reconstruction {
             framed_target: (!config.ablations.no_reg).then(|| framed_with_circle(&target, config.view_size)),
             target,
             history: Vec::new(),
+            history_notes: Vec::new(),
             steps_done: 0,
             sphere: Sphere { center: [0.0; 3], radius: config.part_radius },
             moved: [0.0; 3],
@@ -293,6 +294,9 @@ pub(crate) struct Engine<'a> {
     trace: JsonlTrace,
     sinks: &'a mut Vec<Box<dyn Sink>>,
     pub history: Vec<Command>,
+    /// What the IDs each command of `history` names were at its step (IDs are renumbered
+    /// as the model grows): one line per command, empty when it names none.
+    pub history_notes: Vec<String>,
     pub steps_done: usize,
     pub sphere: Sphere,
     /// How far the last registration moved S_t's centre.
@@ -756,6 +760,7 @@ impl Engine<'_> {
         let committed: Vec<Command> =
             switch.into_iter().chain(sketches.into_iter().map(Command::Sketch)).chain([command]).collect();
         self.emit(TraceEvent::Execute(Execution::committed(turn.step, turn.attempt, turn.verify, committed.clone())))?;
+        self.history_notes.extend(committed.iter().map(|c| crate::stage1::reference_note(state, c)));
         self.history.extend(committed);
         self.steps_done += 1;
         if !turn.verify && !self.config.ablations.no_evf {
@@ -876,6 +881,7 @@ impl Engine<'_> {
                 finished = true;
                 break;
             }
+            self.history_notes.push(crate::stage1::reference_note(session.state(), c));
             kernel(&mut self.timing, session, |s| s.execute(c))
                 .map_err(|e| fail(format!("command {i} ({}): {e}", c.op())))?;
             self.history.push(c.clone());

@@ -285,6 +285,10 @@ mod tests {
         let again = Target::analyse(framed, "framed.png").expect("the part is still there");
         let expected = 500.0 * views::PREVIEW_FILL / 2.0;
         assert!((again.radius_px / expected - 1.0).abs() < 0.02, "{} vs {expected}", again.radius_px);
-        assert!((again.center_px[0] - 250.0).abs() < 2.0 && (again.center_px[1] - 250.0).abs() < 2.0, "{:?}", again.center_px);
+        assert!(
+            (again.center_px[0] - 250.0).abs() < 2.0 && (again.center_px[1] - 250.0).abs() < 2.0,
+            "{:?}",
+            again.center_px
+        );
     }
 }

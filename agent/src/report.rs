@@ -254,7 +254,9 @@ fn summary(h: &mut String, dir: &Path, events: &[TraceEvent]) {
                 let _ = write!(h, "<p class=\"{class}\">{}</p>", escape(&o.stop));
             }
         }
-        None => h.push_str("<p class=\"bad\">The run has not ended (or was interrupted): the steps so far are below.</p>"),
+        None => {
+            h.push_str("<p class=\"bad\">The run has not ended (or was interrupted): the steps so far are below.</p>")
+        }
     }
     let links: Vec<String> = ["model.FCStd", "model.step", "program.json", "trace.jsonl"]
         .iter()
@@ -312,7 +314,10 @@ fn round_numbers(json: &str) -> String {
             match token.parse::<f64>() {
                 Ok(x) if token.contains(['.', 'e', 'E']) => {
                     let r = (x * 1e4).round() / 1e4;
-                    out.push_str(&serde_json::Number::from_f64(if r == 0.0 { 0.0 } else { r }).map_or_else(|| token.to_string(), |n| n.to_string()));
+                    out.push_str(
+                        &serde_json::Number::from_f64(if r == 0.0 { 0.0 } else { r })
+                            .map_or_else(|| token.to_string(), |n| n.to_string()),
+                    );
                 }
                 _ => out.push_str(token),
             }

@@ -58,7 +58,7 @@ impl Engine<'_> {
             .value("direction", direction_text(self.config.direction))
             .value("axes", views::axes_on_screen(self.config.direction))
             .value("entity_table", gerd::export::entity_table(state).trim_end().to_string())
-            .value("history", history_text(&self.history))
+            .value("history", history_text(&self.history, &self.history_notes))
             .value("feedback_text", feedback_text(feedback))
             .flag("feedback", !feedback.is_empty())
             .value("unverified_step", self.steps_done.to_string())
@@ -117,17 +117,33 @@ fn fmt3(p: [f64; 3]) -> String {
     format!("({:.4}, {:.4}, {:.4})", p[0], p[1], p[2])
 }
 
-/// The accepted commands, one JSON line each, for the prompt.
-fn history_text(history: &[Command]) -> String {
+/// The accepted commands, one JSON line each, for the prompt; under a command that names
+/// existing entities, what they were at its step.
+fn history_text(history: &[Command], notes: &[String]) -> String {
     if history.is_empty() {
         return "(none yet: the model is empty)".into();
     }
-    // Rounded as the model writes numbers: FreeCAD's round-off (-29.900000000000006) is noise.
-    history
-        .iter()
-        .map(crate::report::compact_json)
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut lines = Vec::new();
+    for (i, command) in history.iter().enumerate() {
+        // Rounded as the model writes numbers: FreeCAD's round-off (-29.900000000000006) is noise.
+        lines.push(crate::report::compact_json(command));
+        if let Some(note) = notes.get(i).filter(|n| !n.is_empty()) {
+            lines.push(format!("  # then: {note}"));
+        }
+    }
+    lines.join("\n")
+}
+
+/// What the entities a command names were in `state` (the model it was applied to), as the
+/// entity table described them: `F6 Plane area=120 c=(0, 0, 7.65) n=(0, 0, 1)`.
+pub(crate) fn reference_note(state: &ModelState, command: &Command) -> String {
+    let mut seen = Vec::new();
+    for r in command.references() {
+        if !seen.contains(&r.id) {
+            seen.push(r.id);
+        }
+    }
+    seen.iter().filter_map(|id| gerd::export::describe_entity(state, id)).collect::<Vec<_>>().join("; ")
 }
 
 /// Stage 1's answer: the command, the new sketches it needs, and the body it works in.

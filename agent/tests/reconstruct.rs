@@ -670,7 +670,11 @@ fn an_output_folder_in_use_is_refused_or_replaced() {
 fn a_jpeg_target_is_reconstructed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let jpeg = dir.path().join("part.jpg");
-    image::open(repo_root().join("assets/examples/plate_counterbore.png")).expect("png").to_rgb8().save(&jpeg).expect("jpeg");
+    image::open(repo_root().join("assets/examples/plate_counterbore.png"))
+        .expect("png")
+        .to_rgb8()
+        .save(&jpeg)
+        .expect("jpeg");
     let gt = example_path("plate_counterbore");
     let out = dir.path().join("out");
     let run = reconstruct(&jpeg, &out, &["--gt", gt.to_str().expect("utf-8")]);
@@ -727,8 +731,8 @@ fn the_report_opens_with_a_summary_and_reads_compactly() {
     }
     assert!(html.matches("<img ").count() >= 2, "the target and the model");
     // No float noise: at most 4 decimals in the answers and commands shown.
-    let noisy = html.split(|c: char| !(c.is_ascii_digit() || c == '.')).any(|t| {
-        t.split_once('.').is_some_and(|(_, frac)| frac.len() > 4 && frac.chars().all(|c| c.is_ascii_digit()))
-    });
+    let noisy = html
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .any(|t| t.split_once('.').is_some_and(|(_, frac)| frac.len() > 4 && frac.chars().all(|c| c.is_ascii_digit())));
     assert!(!noisy, "a number with more than 4 decimals in the report");
 }

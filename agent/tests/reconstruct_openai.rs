@@ -183,9 +183,7 @@ fn batch(dataset: &Path, out: &Path, options: &[&str], key: Option<&str>) -> std
 
 fn items_written(out: &Path) -> usize {
     let parts = out.join("parts");
-    std::fs::read_dir(&parts)
-        .map(|d| d.flatten().filter(|e| e.path().join("item.json").is_file()).count())
-        .unwrap_or(0)
+    std::fs::read_dir(&parts).map(|d| d.flatten().filter(|e| e.path().join("item.json").is_file()).count()).unwrap_or(0)
 }
 
 /// A run checks the model server before its first part (a missing key, a server that is

@@ -192,6 +192,22 @@ pub const SKETCH_TYPE: &str = "Sketcher::SketchObject";
 pub const PLANE_TYPE: &str = "PartDesign::Plane";
 
 impl ModelState {
+    /// Which edges (in the order of `edges`) are seams: where a closed surface such as a
+    /// cylinder's side meets itself. Only one face bounds a seam, and that face is curved;
+    /// every other edge of a solid lies between two faces. Renders of real parts draw no line
+    /// there.
+    pub fn seams(&self) -> Vec<bool> {
+        let mut bounding: BTreeMap<&str, (usize, bool)> = BTreeMap::new();
+        for face in &self.faces {
+            for edge in &face.edges {
+                let entry = bounding.entry(edge.as_str()).or_insert((0, true));
+                entry.0 += 1;
+                entry.1 &= face.kind != FaceKind::Plane;
+            }
+        }
+        self.edges.iter().map(|e| bounding.get(e.id.as_str()).is_some_and(|&(n, curved)| n == 1 && curved)).collect()
+    }
+
     /// The state of an empty document.
     pub fn empty() -> Self {
         ModelState {

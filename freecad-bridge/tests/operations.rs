@@ -246,7 +246,8 @@ fn tessellation_comes_back_as_flat_arrays_per_face_and_edge() {
         [t.mesh.positions[i], t.mesh.positions[i + 1], t.mesh.positions[i + 2]]
     };
     let area: f64 = t
-        .mesh.triangles
+        .mesh
+        .triangles
         .chunks(3)
         .map(|tri| {
             let (a, b, c) = (p(tri[0]), p(tri[1]), p(tri[2]));

@@ -173,30 +173,55 @@ pub fn entity_table(state: &ModelState) -> String {
         let _ = writeln!(t, "bodies: {}; active {}", bodies.join(", "), state.active_body.as_deref().unwrap_or("B1"));
     }
     for f in &state.faces {
-        let _ = write!(t, "{} {:?} area={} c={}", f.id, f.kind, round(f.area), fmt3(f.centroid));
-        if let Some(n) = f.normal {
-            let _ = write!(t, " n={}", fmt3(n));
-        }
-        if let Some(r) = f.radius {
-            let _ = write!(t, " r={}", round(r));
-        }
-        let _ = writeln!(t, " edges={}", f.edges.join(","));
+        let _ = writeln!(t, "{} edges={}", face_text(f), f.edges.join(","));
     }
-    for e in &state.edges {
-        let _ = write!(t, "{} {:?}", e.id, e.kind);
-        match (e.center, e.radius, e.start, e.end) {
-            (Some(c), Some(r), _, _) => {
-                let _ = write!(t, " center={} r={}", fmt3(c), round(r));
-            }
-            (_, _, Some(a), Some(b)) => {
-                let _ = write!(t, " {} -> {}", fmt3(a), fmt3(b));
-            }
-            _ => {}
-        }
-        let _ = writeln!(t, " vertices={}", e.vertices.join(","));
+    for (e, seam) in state.edges.iter().zip(state.seams()) {
+        let _ = writeln!(t, "{}{} vertices={}", edge_text(e), if seam { " seam (not drawn)" } else { "" }, e.vertices.join(","));
     }
     for v in &state.vertices {
         let _ = writeln!(t, "{} {}", v.id, fmt3(v.point));
+    }
+    t
+}
+
+/// One entity as the entity table describes it (without its neighbours): `F6 Plane
+/// area=120 c=(0, 0, 7.65) n=(0, 0, 1)`; `None` for an ID the state does not have.
+pub fn describe_entity(state: &ModelState, id: &str) -> Option<String> {
+    if let Some(f) = state.faces.iter().find(|f| f.id == id) {
+        return Some(face_text(f));
+    }
+    if let Some(e) = state.edges.iter().find(|e| e.id == id) {
+        return Some(edge_text(e));
+    }
+    state.vertices.iter().find(|v| v.id == id).map(|v| format!("{} {}", v.id, fmt3(v.point)))
+}
+
+/// A face: kind, area, centroid, then what places it: the normal of a plane, the axis
+/// (direction and a point on it) and radius of a cylinder, cone or torus.
+fn face_text(f: &freecad_bridge::state::Face) -> String {
+    let mut t = format!("{} {:?} area={} c={}", f.id, f.kind, round(f.area), fmt3(f.centroid));
+    if let Some(n) = f.normal {
+        let _ = write!(t, " n={}", fmt3(n));
+    }
+    if let (Some(axis), Some(center)) = (f.axis, f.center) {
+        let _ = write!(t, " axis={} through {}", fmt3(axis), fmt3(center));
+    }
+    if let Some(r) = f.radius {
+        let _ = write!(t, " r={}", round(r));
+    }
+    t
+}
+
+fn edge_text(e: &freecad_bridge::state::Edge) -> String {
+    let mut t = format!("{} {:?}", e.id, e.kind);
+    match (e.center, e.radius, e.start, e.end) {
+        (Some(c), Some(r), _, _) => {
+            let _ = write!(t, " center={} r={}", fmt3(c), round(r));
+        }
+        (_, _, Some(a), Some(b)) => {
+            let _ = write!(t, " {} -> {}", fmt3(a), fmt3(b));
+        }
+        _ => {}
     }
     t
 }

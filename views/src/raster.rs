@@ -247,8 +247,9 @@ impl Raster {
         }
     }
 
-    /// Draw edges (all, or those `keep` accepts) as depth-tested polylines; visible ones
-    /// fill the edge-ID buffer. `always_visible` skips the depth test (projected edges).
+    /// Draw edges (all, or those `keep` accepts; never seams) as depth-tested polylines;
+    /// visible ones fill the edge-ID buffer. `always_visible` skips the depth test (projected
+    /// edges).
     pub fn draw_edges(
         &mut self,
         scene: &Scene,
@@ -263,11 +264,13 @@ impl Raster {
         let eps = (radius * 2e-3) as f32;
         let brush = (style.edge_width * f64::from(self.ss)).round().max(1.0) as i64;
         let dash = 6.0 * f64::from(self.ss);
+        let min_run = MIN_VISIBLE_RUN * f64::from(self.ss);
         for (e, polyline) in scene.edges.iter().enumerate() {
-            if !keep(e) {
+            if !keep(e) || scene.is_seam(e) {
                 continue;
             }
             let color = color_of(e);
+            let mut samples = Vec::new();
             let mut run = 0.0;
             for seg in polyline.windows(2) {
                 let (Some(a), Some(b)) = (cam.project(&seg[0]), cam.project(&seg[1])) else { continue };
@@ -281,16 +284,17 @@ impl Raster {
                             as f32;
                     let (ix, iy) = (x.floor() as i64, y.floor() as i64);
                     let visible = always_visible || depth <= self.farthest_near(ix, iy, brush + 1) + eps;
-                    if visible {
-                        self.stamp(ix, iy, brush, color, Some(e as u32));
-                    } else if let Some(hidden) = style.hidden_edge {
-                        let along = run + length * t;
-                        if along % (2.0 * dash) < dash {
-                            self.stamp(ix, iy, brush, hidden, None);
-                        }
-                    }
+                    samples.push(EdgeSample { x: ix, y: iy, along: run + length * t, visible });
                 }
                 run += length;
+            }
+            hide_short_runs(&mut samples, min_run);
+            for s in &samples {
+                if s.visible {
+                    self.stamp(s.x, s.y, brush, color, Some(e as u32));
+                } else if let Some(hidden) = style.hidden_edge.filter(|_| s.along % (2.0 * dash) < dash) {
+                    self.stamp(s.x, s.y, brush, hidden, None);
+                }
             }
         }
     }
@@ -365,6 +369,38 @@ impl Raster {
             }
         }
         (image, IdBuffers { width: w, height: h, face, edge })
+    }
+}
+
+/// A partly hidden edge must be visible over this many output pixels in a row to count as
+/// visible there: the depth test's neighbourhood lets a hidden edge show for a pixel or two
+/// where it meets the silhouette, and such a stub would get a label on someone else's corner.
+const MIN_VISIBLE_RUN: f64 = 3.0;
+
+struct EdgeSample {
+    x: i64,
+    y: i64,
+    /// Distance along the projected polyline, in supersampled pixels.
+    along: f64,
+    visible: bool,
+}
+
+/// Mark visible runs shorter than `min_run` hidden, when the edge is hidden elsewhere.
+fn hide_short_runs(samples: &mut [EdgeSample], min_run: f64) {
+    if samples.iter().all(|s| s.visible) {
+        return;
+    }
+    let mut start = 0;
+    while start < samples.len() {
+        if !samples[start].visible {
+            start += 1;
+            continue;
+        }
+        let end = (start..samples.len()).find(|&i| !samples[i].visible).unwrap_or(samples.len());
+        if samples[end - 1].along - samples[start].along < min_run {
+            samples[start..end].iter_mut().for_each(|s| s.visible = false);
+        }
+        start = end;
     }
 }
 

@@ -27,6 +27,9 @@ pub struct Scene {
     pub edges: Vec<Vec<Point3<f64>>>,
     /// Point of vertex `V(i+1)`.
     pub vertices: Vec<Point3<f64>>,
+    /// Edge `E(i+1)` is a seam: where a closed surface (a cylinder's side) meets itself.
+    /// Renders of real parts draw no line there, so no view does.
+    pub seams: Vec<bool>,
 }
 
 pub const NO_ENTITY: u32 = u32::MAX;
@@ -42,7 +45,12 @@ impl Scene {
             scene.edges.push(points);
         }
         scene.vertices = state.vertices.iter().map(|v| Point3::from(v.point)).collect();
+        scene.seams = state.seams();
         scene
+    }
+
+    pub fn is_seam(&self, edge: usize) -> bool {
+        self.seams.get(edge).copied().unwrap_or(false)
     }
 
     /// Add triangles of another material (a preview's added or removed solid). Overlay

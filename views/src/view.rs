@@ -86,11 +86,14 @@ pub struct LabelMeta {
     pub port: [f64; 2],
 }
 
+/// Why a seam edge has no label: no view draws it.
+pub const SEAM: &str = "seam (where a curved face closes on itself; not drawn)";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Unlabelled {
     pub id: String,
     /// `too small`, `hidden`, `no room`, `outside the window`, `covered by another edge or
-    /// seen end-on` (sketch views).
+    /// seen end-on` (sketch views), [`SEAM`].
     pub reason: String,
 }
 
@@ -274,7 +277,9 @@ fn label_requests(
         let pixels = pixels_by_id(&ids.edge, ids.width, scene.edges.len());
         for (e, px) in pixels.iter().enumerate() {
             let id = edge_id(state, e);
-            if !in_view(e) {
+            if scene.is_seam(e) {
+                unlabelled.push(Unlabelled { id, reason: SEAM.into() });
+            } else if !in_view(e) {
                 unlabelled.push(Unlabelled { id, reason: "outside the window".into() });
             } else if px.is_empty() {
                 unlabelled.push(Unlabelled { id, reason: unseen.into() });

@@ -364,3 +364,33 @@ fn perspective_views_and_hidden_edges() {
     let dashed = views::target(&scene, &Options { hidden_edges: true, ..Options::default() });
     assert!(gray(&dashed) > gray(&plain) + 100, "hidden edges drawn: {} vs {}", gray(&dashed), gray(&plain));
 }
+
+#[test]
+fn hidden_edges_and_seams_get_no_label() {
+    let mut s = session();
+    // A box seen from a corner shows 9 of its 12 edges; the 3 behind meet the outline at
+    // visible corners, where a label would point at someone else's corner.
+    let scene = build(&mut s, "box");
+    let view = views::tagged(&scene, s.state(), &Options::default());
+    let hidden: Vec<&str> =
+        view.meta.unlabelled.iter().filter(|u| u.reason == "hidden").map(|u| u.id.as_str()).collect();
+    assert_eq!((view.meta.labels.len(), hidden.len()), (9, 3), "labels {:?}", view.meta.labels);
+
+    // A revolved flange's three cylinders each close on a seam line: not drawn, not labelled.
+    let scene = build(&mut s, "flange_revolve");
+    let view = views::tagged(&scene, s.state(), &Options::default());
+    let lines: Vec<&str> = s
+        .state()
+        .edges
+        .iter()
+        .filter(|e| e.kind == freecad_bridge::state::EdgeKind::Line)
+        .map(|e| e.id.as_str())
+        .collect();
+    let seams: Vec<&str> =
+        view.meta.unlabelled.iter().filter(|u| u.reason == views::SEAM).map(|u| u.id.as_str()).collect();
+    assert_eq!(seams, lines, "every seam, nothing else");
+    for id in &seams {
+        let e = s.state().edges.iter().position(|e| e.id == *id).expect("edge") as u32;
+        assert!(!view.ids.edge.contains(&e), "{id} is drawn");
+    }
+}

@@ -125,7 +125,8 @@ impl MockServer {
 
     /// Answer `GET /models` with these model IDs (an OpenAI-style list).
     pub fn list_models(&self, ids: &[&str]) {
-        *self.state.models.lock().unwrap_or_else(PoisonError::into_inner) = Some(ids.iter().map(|s| s.to_string()).collect());
+        *self.state.models.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(ids.iter().map(|s| s.to_string()).collect());
     }
 
     /// The most requests that were being answered at the same time.

@@ -266,7 +266,9 @@ impl Shared {
             return Ok(None);
         }
         let ids = serde_json::from_str::<Value>(&text).ok().and_then(|v| {
-            v["data"].as_array().map(|models| models.iter().filter_map(|m| m["id"].as_str().map(str::to_owned)).collect())
+            v["data"]
+                .as_array()
+                .map(|models| models.iter().filter_map(|m| m["id"].as_str().map(str::to_owned)).collect())
         });
         Ok(ids)
     }

@@ -50,7 +50,10 @@ impl GroundTruth {
                     path.join(gerd::record::PARTS_DIR).display()
                 )
             } else {
-                format!("{} is a folder without a part.json: give a GERD part folder or a program .json", path.display())
+                format!(
+                    "{} is a folder without a part.json: give a GERD part folder or a program .json",
+                    path.display()
+                )
             });
         }
         let record = if path.is_dir() { Some(path.join(gerd::record::PART_JSON)) } else { None };
@@ -488,15 +491,7 @@ fn outline_points(state: &ModelState) -> Vec<[f64; 3]> {
 /// point), with the views' camera axes.
 fn silhouette_radius(points: &[[f64; 3]], direction: [f64; 3]) -> Option<f64> {
     use freecad_bridge::geometry::dot;
-    let camera = views::Camera::framing(
-        nalgebra::Point3::origin(),
-        1.0,
-        Vector3::from(direction),
-        false,
-        64,
-        64,
-        1.0,
-    );
+    let camera = views::Camera::framing(nalgebra::Point3::origin(), 1.0, Vector3::from(direction), false, 64, 64, 1.0);
     let flat: Vec<[f64; 2]> = points.iter().map(|p| [dot(*p, camera.right), dot(*p, camera.up)]).collect();
     let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
     for p in &flat {

@@ -452,9 +452,7 @@ impl Builder<'_> {
     }
 
     fn frame(&mut self, on: &str) -> Result<Frame, ImportError> {
-        self.session
-            .plane_frame(on)
-            .map_err(|error| ImportError::Query { what: format!("the frame of {on}"), error })
+        self.session.plane_frame(on).map_err(|error| ImportError::Query { what: format!("the frame of {on}"), error })
     }
 
     /// A length scale for tolerances: the part so far and the new profile together.
@@ -592,7 +590,9 @@ impl Builder<'_> {
         for (id, area) in candidates {
             // The tessellation lists faces in the state's order, body by body.
             let Some(index) = id.parse().ok().and_then(|id| self.session.state().position(id)) else { continue };
-            let (Some(&t0), Some(&t1)) = (tessellation.face_offsets.get(index), tessellation.face_offsets.get(index + 1)) else {
+            let (Some(&t0), Some(&t1)) =
+                (tessellation.face_offsets.get(index), tessellation.face_offsets.get(index + 1))
+            else {
                 continue;
             };
             let mesh = &tessellation.mesh;
@@ -649,10 +649,13 @@ impl Builder<'_> {
             rotation: Rotations(rotation),
         }))?;
         let got = self.frame(&name)?;
-        let error =
-            [norm(sub(got.origin, f.plane.origin)) / size, norm(sub(got.x_axis, f.plane.x_axis)), norm(sub(got.normal, f.plane.normal))]
-                .into_iter()
-                .fold(0.0, f64::max);
+        let error = [
+            norm(sub(got.origin, f.plane.origin)) / size,
+            norm(sub(got.x_axis, f.plane.x_axis)),
+            norm(sub(got.normal, f.plane.normal)),
+        ]
+        .into_iter()
+        .fold(0.0, f64::max);
         if error > FRAME_TOLERANCE {
             return Err(ImportError::Geometry {
                 what: f.label.clone(),

@@ -113,7 +113,8 @@ fn gerd_part_truth(gt: &Path, protocol: Protocol) -> Result<Option<(tempfile::Te
     } else {
         return Ok(None);
     };
-    let record = gerd::record::read_part(&dir).with_context(|| format!("{} is not a readable GERD part", dir.display()))?;
+    let record =
+        gerd::record::read_part(&dir).with_context(|| format!("{} is not a readable GERD part", dir.display()))?;
     let scratch = tempfile::tempdir().context("cannot make a scratch folder")?;
     let path = match protocol {
         Protocol::Static => {

@@ -173,7 +173,11 @@ fn exit_code(results: &[&RunResults], out: &Path) -> ExitCode {
     eprintln!(
         "error: no part reached the loop's end; the reasons are in {}/results.md and each part's reconstruct.log{}",
         out.display(),
-        if retry > 0 { "; parts the machine or the model server failed run again when the same command is repeated" } else { "" }
+        if retry > 0 {
+            "; parts the machine or the model server failed run again when the same command is repeated"
+        } else {
+            ""
+        }
     );
     ExitCode::FAILURE
 }
