@@ -176,7 +176,13 @@ pub fn entity_table(state: &ModelState) -> String {
         let _ = writeln!(t, "{} edges={}", face_text(f), f.edges.join(","));
     }
     for (e, seam) in state.edges.iter().zip(state.seams()) {
-        let _ = writeln!(t, "{}{} vertices={}", edge_text(e), if seam { " seam (not drawn)" } else { "" }, e.vertices.join(","));
+        let _ = writeln!(
+            t,
+            "{}{} vertices={}",
+            edge_text(e),
+            if seam { " seam (not drawn)" } else { "" },
+            e.vertices.join(",")
+        );
     }
     for v in &state.vertices {
         let _ = writeln!(t, "{} {}", v.id, fmt3(v.point));

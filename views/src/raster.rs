@@ -333,6 +333,31 @@ impl Raster {
         }
     }
 
+    /// The share of each output pixel's samples where this raster drew something in front
+    /// of (or within `eps` of) what `other`, of the same size, shows there.
+    pub fn coverage_over(&self, other: &Raster, eps: f32) -> Vec<f32> {
+        let (w, h, ss) = (self.width as usize, self.height as usize, self.ss as usize);
+        let sw = w * ss;
+        let mut out = vec![0.0f32; w * h];
+        for y in 0..h {
+            for x in 0..w {
+                let mut hits = 0;
+                for sy in 0..ss {
+                    for sx in 0..ss {
+                        let i = (y * ss + sy) * sw + x * ss + sx;
+                        if self.depth[i].is_finite()
+                            && self.depth[i] <= other.depth.get(i).map_or(f32::INFINITY, |d| d + eps)
+                        {
+                            hits += 1;
+                        }
+                    }
+                }
+                out[y * w + x] = hits as f32 / (ss * ss) as f32;
+            }
+        }
+        out
+    }
+
     /// Average the samples into the output image and reduce the ID buffers.
     pub fn finish(&self) -> (RgbImage, IdBuffers) {
         let (w, h, ss) = (self.width, self.height, self.ss as usize);

@@ -662,41 +662,96 @@ fn draw_grid(image: &mut RgbImage, ids: &IdBuffers, meta: &SketchMeta) {
 
 // ------------------------------------------------------------------------------ preview
 
-/// A candidate feature against the current model: added material in green, removed in
-/// red, a new sketch's curves in orange; beside the target image when one is given.
+/// A candidate feature against the current model: added material in green, removed
+/// material as a translucent red volume with its outline (the cut's new faces show through),
+/// a new sketch's curves in orange, a new plane in purple; beside the target image when one
+/// is given.
 pub fn preview(p: &Preview, opts: &Options, target: Option<&RgbImage>) -> View {
     let mut scene = Scene::new(&p.after, &p.state);
     scene.add_overlay(&p.added, Material::Added);
-    scene.add_overlay(&p.removed, Material::Removed);
-    let camera = camera_for(&scene, opts, PREVIEW_FILL);
+    let mut removed = Scene::default();
+    removed.add_overlay(&p.removed, Material::Removed);
+    let polylines = |lines: &[Vec<[f64; 3]>]| -> Vec<Vec<Point3<f64>>> {
+        lines.iter().map(|c| c.iter().map(|q| Point3::from(*q)).collect()).collect()
+    };
+    let camera = {
+        // Framed on everything drawn, the removed volume and a new plane included.
+        let mut all = scene.clone();
+        all.add_overlay(&p.removed, Material::Removed);
+        all.edges.extend(polylines(&p.sketch_curves));
+        all.edges.extend(polylines(&p.plane_outline));
+        camera_for(&all, opts, PREVIEW_FILL)
+    };
     let style = Style::target();
     let mut raster = Raster::new(opts.size, opts.size, SUPERSAMPLE, style.background);
     raster.draw_triangles(&scene, &camera, &style);
     raster.draw_edges(&scene, &camera, &style, |_| true, false, |_| style.edge);
-    if !p.sketch_curves.is_empty() {
-        let curves = Scene {
-            edges: p.sketch_curves.iter().map(|c| c.iter().map(|q| Point3::from(*q)).collect()).collect(),
-            ..Scene::default()
-        };
+    let strokes = [(&p.sketch_curves, SKETCH_COLOR), (&p.plane_outline, PLANE_COLOR)];
+    for (lines, color) in strokes.into_iter().filter(|(lines, _)| !lines.is_empty()) {
+        let curves = Scene { edges: polylines(lines), ..Scene::default() };
         let mut curve_style = style.clone();
         curve_style.edge_width = 2.0;
-        raster.draw_edges(&curves, &camera, &curve_style, |_| true, true, |_| [240.0, 140.0, 20.0]);
+        raster.draw_edges(&curves, &camera, &curve_style, |_| true, true, |_| color);
     }
     let (mut image, ids) = raster.finish();
-    let swatches = [("added", style.added), ("removed", style.removed), ("sketch", [240.0, 140.0, 20.0])];
+    if !removed.triangles.is_empty() {
+        // Where the removed volume is in front of what is left: the opening of a hole, the
+        // space above a pocket's floor; not the hole's walls inside the material.
+        let mut volume = Raster::new(opts.size, opts.size, SUPERSAMPLE, style.background);
+        volume.draw_triangles(&removed, &camera, &style);
+        let eps = (scene.bounding_sphere().1 * 2e-3) as f32;
+        tint(&mut image, &volume.coverage_over(&raster, eps), style.removed);
+    }
+    let swatches =
+        [("added", style.added), ("removed", style.removed), ("sketch", SKETCH_COLOR), ("plane", PLANE_COLOR)];
     for (i, (name, color)) in swatches.iter().enumerate() {
         let y = 8.0 + 16.0 * i as f64;
         draw::filled_rect(&mut image, &[8.0, y, 20.0, y + 12.0], draw::rgb(*color));
         draw::text(&mut image, 25.0, y - 1.0, 12.0, Rgb([40, 40, 40]), name);
     }
     if p.boolean_failed {
-        draw::text(&mut image, 8.0, 60.0, 12.0, Rgb([160, 40, 40]), "added/removed material unavailable");
+        draw::text(&mut image, 8.0, 76.0, 12.0, Rgb([160, 40, 40]), "added/removed material unavailable");
     }
     let image = match target {
         None => image,
         Some(t) => side_by_side(&image, t),
     };
     View { meta: meta(&image, camera, Vec::new(), Vec::new()), image, ids }
+}
+
+const SKETCH_COLOR: [f32; 3] = [240.0, 140.0, 20.0];
+const PLANE_COLOR: [f32; 3] = [150.0, 60.0, 200.0];
+/// How much of the removed volume's colour covers what lies behind it.
+const REMOVED_OPACITY: f32 = 0.4;
+
+/// Lay a translucent colour over the pixels `coverage` marks, and an opaque, darker outline
+/// around them.
+fn tint(image: &mut RgbImage, coverage: &[f32], color: [f32; 3]) {
+    let (w, h) = (image.width() as usize, image.height() as usize);
+    let inside = |x: usize, y: usize| coverage[y * w + x] >= 0.5;
+    let outline = color.map(|c| c * 0.6);
+    for y in 0..h {
+        for x in 0..w {
+            let share = coverage[y * w + x];
+            if share == 0.0 {
+                continue;
+            }
+            let edge = inside(x, y)
+                && (x == 0
+                    || y == 0
+                    || x + 1 == w
+                    || y + 1 == h
+                    || !inside(x - 1, y)
+                    || !inside(x + 1, y)
+                    || !inside(x, y - 1)
+                    || !inside(x, y + 1));
+            let pixel = image.get_pixel_mut(x as u32, y as u32);
+            let (over, alpha) = if edge { (outline, 1.0) } else { (color, REMOVED_OPACITY * share) };
+            for (c, o) in pixel.0.iter_mut().zip(over) {
+                *c = (f32::from(*c) * (1.0 - alpha) + o * alpha).round().clamp(0.0, 255.0) as u8;
+            }
+        }
+    }
 }
 
 fn side_by_side(left: &RgbImage, target: &RgbImage) -> RgbImage {

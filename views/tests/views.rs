@@ -314,8 +314,23 @@ fn previews_show_added_and_removed_material_and_change_nothing() {
     assert!(p.added.mesh.triangles.is_empty() && !p.removed.mesh.triangles.is_empty());
     assert!(p.state.volume < state.volume);
     let view = views::preview(&p, &Options::default(), None);
-    let red = view.image.pixels().filter(|px| px.0[0] > 150 && px.0[1] < 110 && px.0[2] < 110).count();
-    assert!(red > 300, "removed material is drawn red ({red} pixels)");
+    let reddish = |px: &&image::Rgb<u8>| i32::from(px.0[0]) > i32::from(px.0[1]) + 25 && px.0[1].abs_diff(px.0[2]) < 30;
+    // Below the colour legend in the top left corner.
+    let part = || view.image.enumerate_pixels().filter(|(_, y, _)| *y > 80).map(|(_, _, px)| px);
+    let tinted = part().filter(reddish).count();
+    let opaque = part().filter(|px| px.0.iter().zip([220u8, 80, 70]).all(|(a, b)| a.abs_diff(b) < 12)).count();
+    assert!(tinted > 300, "removed material is drawn red ({tinted} pixels)");
+    assert!(opaque * 10 < tinted, "the removed volume is translucent: {opaque} of {tinted} red pixels are opaque");
+
+    // A construction plane is drawn as a square around the model.
+    let plane: freecad_bridge::Command =
+        serde_json::from_str(r#"{"op": "plane", "name": "P1", "on": "XY", "offset": 3}"#).expect("plane");
+    let p = s.preview(&plane, 0.05).expect("preview of a plane");
+    assert_eq!(p.plane_outline.len(), 2, "the square and its normal");
+    assert!(p.plane_outline[0].iter().all(|q| (q[2] - 3.0).abs() < 1e-6), "{:?}", p.plane_outline[0]);
+    let view = views::preview(&p, &Options::default(), None);
+    let purple = view.image.pixels().filter(|px| px.0[2] > 150 && px.0[1] < 110 && px.0[0] > 110).count();
+    assert!(purple > 300, "the plane is drawn ({purple} pixels)");
 
     // An additive candidate: green, and beside the target image when one is given.
     s.reset().expect("reset");

@@ -1,7 +1,7 @@
 """Triangles and polylines for the views: the model, a command's preview, a plane's frame."""
 
 from v2c_worker.commands import Snapshot, execute
-from v2c_worker.document import MODEL
+from v2c_worker.document import MODEL, V
 from v2c_worker.entities import _clean, _vec, frame_of, state, support_of
 
 
@@ -76,9 +76,24 @@ def preview(cmd, linear, angular):
             for edge in sketch.Shape.Edges:
                 curves.append([_vec(p) for p in edge.discretize(Deflection=linear)])
         out["sketch_curves"] = curves
+        out["plane_outline"] = _plane_outline(result["frame"], before) if cmd["op"] == "plane" else []
         return out
     finally:
         snapshot.restore()
+
+
+def _plane_outline(frame, model):
+    """A square of the new plane around the model's centre (projected onto the plane), about
+    as wide as the model, and a stroke along its normal: what a plane preview draws."""
+    origin, x, y, n = (V(*frame[k]) for k in ("origin", "x_axis", "y_axis", "normal"))
+    if model is not None and not model.isNull() and model.BoundBox.isValid():
+        centre = model.BoundBox.Center
+        half = max(model.BoundBox.DiagonalLength * 0.5, 1e-3)
+    else:
+        centre, half = origin, 10.0
+    centre = centre - n * (centre - origin).dot(n)
+    corners = [centre + x * (sx * half) + y * (sy * half) for sx, sy in ((-1, -1), (1, -1), (1, 1), (-1, 1), (-1, -1))]
+    return [[_vec(p) for p in corners], [_vec(centre), _vec(centre + n * (half * 0.4))]]
 
 
 def plane_frame(on):

@@ -80,6 +80,10 @@ pub struct Preview {
     pub boolean_failed: bool,
     /// Polylines of a new sketch's curves, in 3D.
     pub sketch_curves: Vec<Vec<[f64; 3]>>,
+    /// A new construction plane: a square of it around the model and a stroke along its
+    /// normal.
+    #[serde(default)]
+    pub plane_outline: Vec<Vec<[f64; 3]>>,
 }
 
 /// A program stopped at a failing command.
