@@ -25,6 +25,17 @@ fn results(run: &Path) -> Value {
     v
 }
 
+/// Every `href` and `src` of a page names a file beside it.
+fn assert_links_resolve(dir: &Path, html: &str) {
+    for attribute in ["href=\"", "src=\""] {
+        for (i, _) in html.match_indices(attribute) {
+            let rest = &html[i + attribute.len()..];
+            let target = &rest[..rest.find('"').expect("closing quote")];
+            assert!(dir.join(target).is_file(), "{} links to {target}, which is missing", dir.display());
+        }
+    }
+}
+
 #[test]
 fn a_run_evaluates_every_part_and_resumes_to_the_same_results() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -60,6 +71,8 @@ fn a_run_evaluates_every_part_and_resumes_to_the_same_results() {
     let html = std::fs::read_to_string(run_dir.join("index.html")).expect("index.html");
     let id = first["per_part"][0]["id"].as_str().expect("id").to_string();
     assert!(html.contains(&format!("parts/{id}/report.html")));
+    assert!(html.contains("<table class=\"sortable\">") && html.matches("<tr>").count() >= 2 + 1 + 4, "{html}");
+    assert_links_resolve(&run_dir, &html);
     assert!(run_dir.join("parts").join(&id).join("report.html").is_file());
 
     // An interruption: one part gone, another half-written. The rerun redoes just those.
@@ -102,6 +115,9 @@ fn a_run_evaluates_every_part_and_resumes_to_the_same_results() {
     assert!(err.contains("no part reached the loop's end"), "{err}");
     let slow_results = results(&slow);
     assert_eq!(slow_results["status"]["timeout"], 1);
+    let html = std::fs::read_to_string(slow.join("index.html")).expect("index.html");
+    assert!(html.contains("<td class=\"reason\">") && html.contains("--item-timeout"), "the reason is shown: {html}");
+    assert_links_resolve(&slow, &html);
     assert_eq!(slow_results["static"]["cr"], 0.0);
 
     // A sweep: one row per configuration, from names and from a sweep file.
@@ -121,6 +137,9 @@ fn a_run_evaluates_every_part_and_resumes_to_the_same_results() {
     let table = std::fs::read_to_string(sweep.join("results.md")).expect("table");
     assert!(table.contains("| full | 1/1 |") && table.contains("| no-evf | 1/1 |"), "{table}");
     assert!(sweep.join("no-evf/results.json").is_file());
+    let html = std::fs::read_to_string(sweep.join("index.html")).expect("index.html");
+    assert!(html.contains("<a href=\"no-evf/index.html\">no-evf</a>"), "{html}");
+    assert_links_resolve(&sweep, &html);
     let calls = |run: &Path| -> usize {
         let id = results(run)["per_part"][0]["id"].as_str().expect("id").to_string();
         std::fs::read_to_string(run.join("parts").join(id).join("trace.jsonl"))

@@ -702,15 +702,22 @@ pub fn preview(p: &Preview, opts: &Options, target: Option<&RgbImage>) -> View {
         let eps = (scene.bounding_sphere().1 * 2e-3) as f32;
         tint(&mut image, &volume.coverage_over(&raster, eps), style.removed);
     }
-    let swatches =
-        [("added", style.added), ("removed", style.removed), ("sketch", SKETCH_COLOR), ("plane", PLANE_COLOR)];
-    for (i, (name, color)) in swatches.iter().enumerate() {
+    // A legend of what this preview shows.
+    let swatches = [
+        ("added", style.added, !p.added.mesh.triangles.is_empty()),
+        ("removed", style.removed, !removed.triangles.is_empty()),
+        ("sketch", SKETCH_COLOR, !p.sketch_curves.is_empty()),
+        ("plane", PLANE_COLOR, !p.plane_outline.is_empty()),
+    ];
+    let shown: Vec<(&str, [f32; 3])> = swatches.iter().filter(|s| s.2).map(|&(name, color, _)| (name, color)).collect();
+    for (i, (name, color)) in shown.iter().enumerate() {
         let y = 8.0 + 16.0 * i as f64;
         draw::filled_rect(&mut image, &[8.0, y, 20.0, y + 12.0], draw::rgb(*color));
         draw::text(&mut image, 25.0, y - 1.0, 12.0, Rgb([40, 40, 40]), name);
     }
     if p.boolean_failed {
-        draw::text(&mut image, 8.0, 76.0, 12.0, Rgb([160, 40, 40]), "added/removed material unavailable");
+        let y = 8.0 + 16.0 * shown.len() as f64;
+        draw::text(&mut image, 8.0, y, 12.0, Rgb([160, 40, 40]), "added/removed material unavailable");
     }
     let image = match target {
         None => image,

@@ -11,6 +11,7 @@
 //! assert_eq!(serde_json::to_value(&item).unwrap()["status"], "finished");
 //! ```
 
+pub mod html;
 pub mod results;
 pub mod runner;
 pub mod shard;

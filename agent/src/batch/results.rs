@@ -5,7 +5,6 @@ use eval::{Report, SampleResult};
 use serde::{Deserialize, Serialize};
 
 use super::RunSettings;
-use crate::report::escape;
 
 /// How a part's reconstruction ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -311,32 +310,78 @@ impl RunResults {
         t
     }
 
-    /// `index.html`: the table and a row per part, linked to its report.
-    pub fn index_html(&self) -> String {
-        let mut h = String::from(
-            "<!doctype html><html><head><meta charset=\"utf-8\"><title>vision2cad run</title><style>\
-             body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}\
-             td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child{text-align:left}\
-             .bad{color:#b42318}</style></head><body>\n",
+    /// `index.html` of the run in `out`: the counts, the two protocols' figures and a
+    /// sortable row per part (failure reasons shown), each linked to its report (its log
+    /// when the part wrote no report).
+    pub fn index_html(&self, out: &std::path::Path) -> String {
+        use super::html::{Cell, page, table};
+        let st = &self.status;
+        let mut body = format!(
+            "<p>Finished {} (END), stopped at the step limit {}, failed {}, timed out {}, crashed {}, model server \
+             failed {}. Tokens {} in, {} out; cost {}; {:.1} s per part. Also as <a href=\"results.md\">results.md</a> \
+             and <a href=\"results.json\">results.json</a>.</p>\n",
+            st.finished,
+            st.stopped,
+            st.failed,
+            st.timeout,
+            st.crashed,
+            st.backend_failed,
+            self.tokens.input,
+            self.tokens.output,
+            self.cost.map_or("no price configured".into(), |c| format!("{c:.4}")),
+            self.seconds_per_part
         );
-        h.push_str(&format!("<pre>{}</pre>\n", escape(&self.markdown())));
-        h.push_str("<table><tr><th>part</th><th>status</th><th>steps</th><th>static IoU</th><th>edit10 IoU</th><th>seconds</th></tr>\n");
-        for p in &self.per_part {
-            let class = if p.status == ItemStatus::Finished { "" } else { " class=\"bad\"" };
-            let iou = |s: &Option<PartScore>| fmt(s.and_then(|s| s.iou), 4);
-            h.push_str(&format!(
-                "<tr><td><a href=\"parts/{id}/report.html\">{id}</a></td><td{class} title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td></tr>\n",
-                escape(p.reason.as_deref().unwrap_or("")),
-                p.status.name(),
-                p.steps,
-                iou(&p.static_),
-                iou(&p.edit10),
-                p.seconds,
-                id = escape(&p.id),
-            ));
-        }
-        h.push_str("</table></body></html>\n");
-        h
+        let protocols = [("static", &self.static_), ("edit10", &self.edit10)]
+            .iter()
+            .map(|(name, s)| {
+                vec![
+                    Cell::text(name),
+                    Cell::number(Some(s.cr), 3),
+                    Cell::number(s.miou, 4),
+                    Cell::number(s.cd_mean, 4),
+                    Cell::number(s.cd_median, 4),
+                    Cell::number(s.hd, 4),
+                    Cell::number(s.hd95, 4),
+                ]
+            })
+            .collect();
+        body.push_str(&table(&["protocol", "CR", "mIoU", "CD mean", "CD median", "HD", "HD95"], protocols, false));
+        body.push_str("<h2>Parts</h2><p>Click a heading to sort.</p>\n");
+        let rows = self
+            .per_part
+            .iter()
+            .map(|p| {
+                let dir = out.join("parts").join(&p.id);
+                let target = if dir.join("report.html").is_file() { "report.html" } else { "reconstruct.log" };
+                let status =
+                    Cell::text(p.status.name()).class(if p.status == ItemStatus::Finished { "good" } else { "bad" });
+                let score = |s: &Option<PartScore>, f: fn(&PartScore) -> Option<f64>| s.as_ref().and_then(f);
+                vec![
+                    Cell::link(&format!("parts/{}/{target}", p.id), &p.id),
+                    status,
+                    Cell::number(Some(p.steps as f64), 0),
+                    Cell::number(score(&p.static_, |s| s.iou), 4),
+                    Cell::number(score(&p.edit10, |s| s.iou), 4),
+                    Cell::number(score(&p.static_, |s| s.cd), 4),
+                    Cell::number(Some(p.input_tokens as f64), 0),
+                    Cell::number(Some(p.seconds), 1),
+                    Cell::text(p.reason.as_deref().unwrap_or("")).class("reason"),
+                ]
+            })
+            .collect();
+        body.push_str(&table(
+            &["part", "status", "steps", "static IoU", "edit10 IoU", "static CD", "tokens in", "seconds", "reason"],
+            rows,
+            true,
+        ));
+        let title = format!(
+            "Run over {} ({} split, {} parts, backend {})",
+            self.settings.dataset.display(),
+            self.settings.split,
+            self.parts,
+            self.settings.vlm.name()
+        );
+        page(&title, &body)
     }
 }
 

@@ -68,10 +68,10 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
             let results = merge_runs(&runs, &args.out.join(&name))?;
             rows.push((name, results));
         }
-        run::write_sweep(&args.out, &rows)?;
-        if let Some(key) = vary {
-            crate::cli::curves::write_curves(&args.out, &key, &rows)?;
+        if let Some(key) = &vary {
+            crate::cli::curves::write_curves(&args.out, key, &rows)?;
         }
+        run::write_sweep(&args.out, &rows, vary.is_some())?;
         return Ok(ExitCode::SUCCESS);
     }
     if args.inputs.iter().all(|d| d.join(gerd::record::PARTS_DIR).is_dir()) {

@@ -18,7 +18,6 @@ use serde::Deserialize;
 use vision2cad::batch::results::fmt;
 use vision2cad::batch::runner::{self, PartRunner};
 pub use vision2cad::batch::{RunBackend, RunResults, RunSettings, SWEEP_FILE, SweepFile};
-use vision2cad::report::escape;
 
 use crate::cli::WorkerArgs;
 use crate::cli::files::write_atomic;
@@ -155,10 +154,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    write_sweep(&args.out, &rows)?;
     if let Some((key, _)) = &vary {
         crate::cli::curves::write_curves(&args.out, key, &rows)?;
     }
+    write_sweep(&args.out, &rows, vary.is_some())?;
     Ok(exit_code(&rows.iter().map(|(_, r)| r).collect::<Vec<_>>(), &args.out))
 }
 
@@ -196,7 +195,7 @@ fn parse_vary(text: &str) -> Result<(String, Vec<String>)> {
 }
 
 /// The sweep's table (a row per configuration), `results.json` and `index.html` in `out`.
-pub(crate) fn write_sweep(out: &Path, rows: &[(String, RunResults)]) -> Result<()> {
+pub(crate) fn write_sweep(out: &Path, rows: &[(String, RunResults)], curves: bool) -> Result<()> {
     let table = sweep_markdown(rows);
     std::fs::create_dir_all(out)?;
     write_atomic(&out.join("results.md"), table.as_bytes())?;
@@ -207,15 +206,7 @@ pub(crate) fn write_sweep(out: &Path, rows: &[(String, RunResults)]) -> Result<(
     }
     let json_rows: Vec<Row> = rows.iter().map(|(config, results)| Row { config, results }).collect();
     write_atomic(&out.join("results.json"), serde_json::to_string_pretty(&json_rows)?.as_bytes())?;
-    let mut html = String::from(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>vision2cad sweep</title></head><body>\n",
-    );
-    html.push_str(&format!("<pre>{}</pre><ul>\n", escape(&table)));
-    for (name, _) in rows {
-        html.push_str(&format!("<li><a href=\"{0}/index.html\">{0}</a></li>\n", escape(name)));
-    }
-    html.push_str("</ul></body></html>\n");
-    write_atomic(&out.join("index.html"), html.as_bytes())?;
+    write_atomic(&out.join("index.html"), sweep_html(rows, curves).as_bytes())?;
     print!("{table}");
     eprintln!("wrote {}/{{results.md, results.json, index.html}} and one folder per configuration", out.display());
     Ok(())
@@ -315,6 +306,65 @@ fn sweep_markdown(rows: &[(String, RunResults)]) -> String {
         ));
     }
     t
+}
+
+/// The sweep's `index.html`: a sortable row per configuration, linked to its run, and the
+/// curves when the sweep varied a rate.
+fn sweep_html(rows: &[(String, RunResults)], curves: bool) -> String {
+    use vision2cad::batch::html::{Cell, page, table};
+    let mut body = String::from(
+        "<p>One run per configuration over the same parts; click a configuration for its parts, a heading to \
+         sort. Also as <a href=\"results.md\">results.md</a> and <a href=\"results.json\">results.json</a>.</p>\n",
+    );
+    let cells = rows
+        .iter()
+        .map(|(name, r)| {
+            let (s, e) = (&r.static_, &r.edit10);
+            let finished = Cell {
+                sort: Some(r.status.finished as f64),
+                ..Cell::text(&format!("{}/{}", r.status.finished, r.parts))
+            };
+            vec![
+                Cell::link(&format!("{name}/index.html"), name),
+                finished,
+                Cell::number(Some(s.cr), 3),
+                Cell::number(s.miou, 4),
+                Cell::number(s.cd_median, 4),
+                Cell::number(s.hd95, 4),
+                Cell::number(Some(e.cr), 3),
+                Cell::number(e.miou, 4),
+                Cell::number(e.cd_median, 4),
+                Cell::number(Some(r.tokens.input as f64), 0),
+                Cell::number(r.cost, 4),
+                Cell::number(Some(r.seconds_per_part), 1),
+            ]
+        })
+        .collect();
+    body.push_str(&table(
+        &[
+            "config",
+            "finished",
+            "static CR",
+            "static mIoU",
+            "static CD median",
+            "static HD95",
+            "edit10 CR",
+            "edit10 mIoU",
+            "edit10 CD median",
+            "tokens in",
+            "cost",
+            "s/part",
+        ],
+        cells,
+        true,
+    ));
+    if curves {
+        body.push_str(
+            "<h2>Curves</h2><p>Also as <a href=\"curves.md\">curves.md</a>, <a href=\"curves.json\">curves.json</a> and \
+             <a href=\"curves.svg\">curves.svg</a>.</p><img src=\"curves.png\" alt=\"the metrics against the varied rate\">\n",
+        );
+    }
+    page("vision2cad sweep", &body)
 }
 
 /// One run over the split into `out`, with `extra` options for every `reconstruct`.
@@ -486,6 +536,6 @@ pub(crate) fn write_results(
     let results = RunResults::new(settings, &items, static_report, edit_report, wall);
     write_atomic(&out.join("results.json"), serde_json::to_string_pretty(&results)?.as_bytes())?;
     write_atomic(&out.join("results.md"), results.markdown().as_bytes())?;
-    write_atomic(&out.join("index.html"), results.index_html().as_bytes())?;
+    write_atomic(&out.join("index.html"), results.index_html(out).as_bytes())?;
     Ok(results)
 }
