@@ -203,3 +203,56 @@ fn render_writes_views_and_their_metadata() {
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
     }
 }
+
+/// Subcommands listed under `Commands:` in a help text (`help` itself left out).
+fn subcommands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+/// The help of `path` and, depth first, of every subcommand under it, as Markdown.
+fn help_pages(path: &[String], out: &mut String) {
+    let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+    args.push("--help");
+    // Help shows an environment variable's value where one is set: none is.
+    let o = Command::new(binary()).args(&args).env_remove("VISION2CAD_TIMEOUT").output().expect("vision2cad runs");
+    assert!(o.status.success(), "vision2cad {}: {}", args.join(" "), stderr(&o));
+    let help = String::from_utf8(o.stdout).expect("utf-8 help");
+    let name = std::iter::once("vision2cad").chain(path.iter().map(String::as_str)).collect::<Vec<_>>().join(" ");
+    let level = "#".repeat((path.len() + 2).min(5));
+    out.push_str(&format!("{level} `{name}`\n\n```text\n{}\n```\n\n", help.trim_end()));
+    for sub in subcommands(&help) {
+        let mut next = path.to_vec();
+        next.push(sub);
+        help_pages(&next, out);
+    }
+}
+
+/// docs/cli.md is every command's `--help`, generated from the clap definitions, so the
+/// reference cannot drift from the program: this test fails when it differs, and
+/// `VISION2CAD_UPDATE_DOCS=1` rewrites it.
+#[test]
+fn the_cli_reference_is_the_programs_own_help() {
+    let mut page = String::from(
+        "# Command-line reference\n\nEvery command's `--help`, generated from the program by the test \
+         `the_cli_reference_is_the_programs_own_help` (agent/tests/cli.rs); regenerate with \
+         `VISION2CAD_UPDATE_DOCS=1 cargo test -p vision2cad --test cli the_cli_reference`.\n\n",
+    );
+    help_pages(&[], &mut page);
+    let path = repo_root().join("docs/cli.md");
+    if std::env::var_os("VISION2CAD_UPDATE_DOCS").is_some() {
+        std::fs::write(&path, &page).expect("write docs/cli.md");
+        return;
+    }
+    let written = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        written == page,
+        "docs/cli.md is not the program's help: regenerate it with VISION2CAD_UPDATE_DOCS=1 cargo test -p vision2cad --test cli the_cli_reference"
+    );
+}
