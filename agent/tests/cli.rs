@@ -256,3 +256,23 @@ fn the_cli_reference_is_the_programs_own_help() {
         "docs/cli.md is not the program's help: regenerate it with VISION2CAD_UPDATE_DOCS=1 cargo test -p vision2cad --test cli the_cli_reference"
     );
 }
+
+/// render's errors name what the user gave: the missing folder, the face that does not
+/// exist (not an internal request name or a temporary file).
+#[test]
+fn render_errors_name_the_users_inputs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let program = example_path("plate_counterbore");
+    let program = program.to_str().expect("utf-8");
+    let missing = dir.path().join("no-such-folder/view.png");
+    let o = run(&["render", program, "--out", missing.to_str().expect("utf-8")]);
+    let err = stderr(&o);
+    assert!(!o.status.success() && err.contains("no-such-folder does not exist"), "{err}");
+    assert!(!err.contains("partial"), "{err}");
+    let out = dir.path().join("sketch.png");
+    let o =
+        run(&["render", program, "--view", "sketch", "--sketch-plane", "F99", "--out", out.to_str().expect("utf-8")]);
+    let err = stderr(&o);
+    assert!(!o.status.success() && err.contains("sketch plane") && err.contains("F1..F10"), "{err}");
+    assert!(!err.contains("plane_frame"), "{err}");
+}

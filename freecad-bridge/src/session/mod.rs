@@ -357,7 +357,8 @@ impl Session {
     /// The local frame a sketch on `on` (`XY`, `F3`, `P1`) would get: the frame that
     /// sketch coordinates are in. The document is unchanged.
     pub fn plane_frame(&mut self, on: &str) -> Result<Frame, BridgeError> {
-        let op = "plane_frame".to_string();
+        // Messages read "placing a sketch plane failed at F99: ...".
+        let op = "placing a sketch plane".to_string();
         crate::lower::need_support(on, &self.state).map_err(|i| invalid(op.clone(), i))?;
         match self.call(Request::PlaneFrame { on: on.to_string() }, false)? {
             Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad frame: {e}"))),

@@ -166,8 +166,11 @@ fn preview(session: &mut Session, model: &Path, opts: &Options, target: Option<&
 }
 
 fn write_view(view: &View, out: &Path, meta: Option<&Path>) -> Result<()> {
-    let tmp = out.with_extension("partial.png");
-    view.image.save(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+    let folder = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    anyhow::ensure!(folder.is_dir(), "cannot write {}: the folder {} does not exist", out.display(), folder.display());
+    let name = out.file_name().map_or("view".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = folder.join(format!(".{name}.partial.png"));
+    view.image.save(&tmp).with_context(|| format!("cannot write {}", out.display()))?;
     std::fs::rename(&tmp, out).with_context(|| format!("cannot write {}", out.display()))?;
     if let Some(path) = meta {
         write_atomic(path, serde_json::to_string_pretty(&view.meta)?.as_bytes())?;
