@@ -111,24 +111,30 @@ impl Prompts {
 }
 
 /// One schema error as lines a model can act on. An object that matches none of the forms
-/// of a list (`anyOf`, one form per `type`: the constraints of Stage 2) is explained by the
-/// form of its own `type` (a missing or unexpected key), or by the types there are.
+/// of a list (`anyOf`, one form per `type` or `op`: the constraints of Stage 2, the commands
+/// of Stage 1) is explained by the form of its own `type`/`op` (a missing or unexpected
+/// key), or by the values there are.
 fn explain(e: &jsonschema::ValidationError) -> Vec<String> {
     let at = |e: &jsonschema::ValidationError| {
         let at = e.instance_path.to_string();
         if at.is_empty() { e.to_string() } else { format!("at {at}: {e}") }
     };
     let jsonschema::error::ValidationErrorKind::AnyOf { context } = &e.kind else { return vec![at(e)] };
-    let about_type = |x: &jsonschema::ValidationError| x.instance_path.to_string().ends_with("/type");
+    let Some((key, kind)) =
+        ["type", "op"].into_iter().find_map(|k| e.instance.get(k).and_then(Value::as_str).map(|v| (k, v)))
+    else {
+        return vec![at(e)];
+    };
+    let about_key = |x: &jsonschema::ValidationError| x.instance_path.to_string().ends_with(&format!("/{key}"));
     let own: Vec<&Vec<jsonschema::ValidationError>> =
-        context.iter().filter(|branch| !branch.iter().any(about_type)).collect();
-    let kind = e.instance.get("type").and_then(Value::as_str);
-    match (own.as_slice(), kind) {
-        ([branch], Some(kind)) => branch.iter().map(|x| format!("{} (a `{kind}`)", at(x))).collect(),
+        context.iter().filter(|branch| !branch.iter().any(about_key)).collect();
+    match own.as_slice() {
+        [branch] => branch.iter().map(|x| format!("{} (a `{kind}`)", at(x))).collect(),
         _ => {
-            let types: Vec<String> = context
+            let kinds: Vec<String> = context
                 .iter()
                 .flatten()
+                .filter(|x| about_key(x))
                 .filter_map(|x| match &x.kind {
                     jsonschema::error::ValidationErrorKind::Constant { expected_value } => {
                         expected_value.as_str().map(|t| format!("`{t}`"))
@@ -136,11 +142,11 @@ fn explain(e: &jsonschema::ValidationError) -> Vec<String> {
                     _ => None,
                 })
                 .collect();
-            if types.is_empty() {
+            if kinds.is_empty() {
                 vec![at(e)]
             } else {
                 let place = e.instance_path.to_string();
-                vec![format!("at {place}: \"type\" must be one of {}", types.join(", "))]
+                vec![format!("at {place}: \"{key}\" must be one of {}", kinds.join(", "))]
             }
         }
     }
@@ -235,5 +241,30 @@ mod tests {
             .validate(Stage::Stage2, &answer(serde_json::json!([{"type": "fixed", "point": "g0.start"}])))
             .expect_err("no such constraint");
         assert!(errors.join("\n").contains("must be one of `coincident`"), "{errors:?}");
+    }
+
+    #[test]
+    fn the_stage1_schema_gives_each_command_its_own_keys() {
+        let p = Prompts::load(None).expect("built-in prompts load");
+        let answer = |command: serde_json::Value| serde_json::json!({"reason": "r", "command": command});
+        let pad = serde_json::json!({"op": "extrude", "profile": "S1", "mode": "add",
+            "extent": {"type": "one_side", "depth": 10}});
+        assert!(p.validate(Stage::Stage1, &answer(pad)).is_ok());
+        // A depth guessed at the top level, where a plane's offset would be: refused, named.
+        let guessed = serde_json::json!({"op": "extrude", "profile": "S1", "mode": "add", "depth": 10});
+        let text = p.validate(Stage::Stage1, &answer(guessed)).expect_err("depth belongs in extent").join("\n");
+        assert!(text.contains("/command") && text.contains("'depth'") && text.contains("a `extrude`"), "{text}");
+        assert!(text.contains("\"extent\" is a required property"), "{text}");
+        let text = p
+            .validate(Stage::Stage1, &answer(serde_json::json!({"op": "pocket", "profile": "S1"})))
+            .expect_err("no such op")
+            .join("\n");
+        assert!(text.contains("\"op\" must be one of `extrude`") && text.contains("`end`"), "{text}");
+        let hole =
+            serde_json::json!({"op": "extrude", "profile": "S2", "mode": "cut", "extent": {"type": "through_all"}});
+        assert!(p.validate(Stage::Stage1, &answer(hole)).is_ok());
+        let inclined = serde_json::json!({"op": "plane", "name": "P1", "on": "XY", "offset": 5,
+            "rotation": [{"axis": "x", "angle": 30}, {"axis": "E4", "angle": 10}]});
+        assert!(p.validate(Stage::Stage1, &answer(inclined)).is_ok());
     }
 }
