@@ -146,7 +146,11 @@ fn tied_points(constraints: &[Constraint]) -> Vec<PointRef> {
                     out.push(*b);
                 }
             }
-            Constraint::PointOnObject { point, object } if external_curve(object) => out.push(*point),
+            Constraint::PointOnObject { point, object } | Constraint::DistanceToLine { point, line: object, .. }
+                if external_curve(object) =>
+            {
+                out.push(*point)
+            }
             Constraint::Concentric { a: CurveRef::Own(i), b }
             | Constraint::Concentric { a: b, b: CurveRef::Own(i) }
                 if external_curve(b) =>

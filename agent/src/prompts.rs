@@ -225,6 +225,9 @@ mod tests {
         let answer =
             |constraints: serde_json::Value| serde_json::json!({"primitives": [line], "constraints": constraints});
         assert!(p.validate(Stage::Stage2, &answer(serde_json::json!([{"type": "horizontal", "line": "g0"}]))).is_ok());
+        let to_edge =
+            serde_json::json!([{"type": "distance_to_line", "point": "g0.start", "line": "E4", "value": 0.1}]);
+        assert!(p.validate(Stage::Stage2, &answer(to_edge)).is_ok());
         // The key a model guesses for a line constraint: refused by the schema itself, with
         // the key named.
         let errors = p

@@ -90,6 +90,7 @@ impl Command {
                     let (curves, points): (Vec<CurveRef>, Vec<PointRef>) = match c {
                         Constraint::Coincident { a, b } | Constraint::Distance { a, b, .. } => (vec![], vec![*a, *b]),
                         Constraint::PointOnObject { point, object } => (vec![*object], vec![*point]),
+                        Constraint::DistanceToLine { point, line, .. } => (vec![*line], vec![*point]),
                         Constraint::Concentric { a, b }
                         | Constraint::Equal { a, b }
                         | Constraint::Tangent { a, b }
@@ -252,6 +253,13 @@ pub enum Constraint {
     Distance {
         a: PointRef,
         b: PointRef,
+        value: f64,
+    },
+    /// Distance from a point to a straight line (its own or an existing edge, extended):
+    /// a hole placed by its distance to a face's edge.
+    DistanceToLine {
+        point: PointRef,
+        line: CurveRef,
         value: f64,
     },
     /// Length of a line.

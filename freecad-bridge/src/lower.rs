@@ -546,6 +546,11 @@ fn lower_sketch(s: &Sketch, state: &ModelState) -> Result<Value, Invalid> {
                 let (gb, pb) = cx.point(*b)?;
                 constraint_json("Distance", vec![ga, pa.into(), gb, pb.into(), (*v).into()], label)
             }
+            Constraint::DistanceToLine { point, line, value: v } => {
+                value("value", *v)?;
+                let (g, pos) = cx.point(*point)?;
+                constraint_json("Distance", vec![g, pos.into(), geo_arg(cx.line(*line)?), (*v).into()], label)
+            }
             Constraint::Length { line, value: v } => {
                 value("value", *v)?;
                 constraint_json("Distance", vec![geo_arg(cx.line(*line)?), (*v).into()], label)

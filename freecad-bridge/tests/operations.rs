@@ -369,3 +369,27 @@ fn entity_tables_keep_the_precision_of_a_small_model() {
     assert!(relative(top.area, a * b) < 1e-9, "top face area {}", top.area);
     assert!(relative(top.centroid[0], a / 2.0) < 1e-9, "centroid {:?}", top.centroid);
 }
+
+#[test]
+fn a_hole_placed_by_its_distance_to_an_edge_keeps_that_distance_after_the_edit() {
+    // A 20 x 10 x 10 block; a hole on XZ drawn at z = 7.5 whose centre is held 3 below the
+    // projected top edge E4: it is cut at z = 7, and at z = 8 once the block is 11 high.
+    let program = freecad_bridge::testing::program(
+        r#"{"commands": [
+        {"op":"sketch","name":"S1","on":"XY","primitives":[{"type":"line","start":[0,0],"end":[20,0]},{"type":"line","start":[20,0],"end":[20,10]},{"type":"line","start":[20,10],"end":[0,10]},{"type":"line","start":[0,10],"end":[0,0]}]},
+        {"op":"extrude","profile":"S1","mode":"add","extent":{"type":"one_side","depth":10}},
+        {"op":"sketch","name":"S2","on":"XZ","primitives":[{"type":"circle","center":[10,7.5],"radius":1}],
+         "constraints":[{"type":"distance_to_line","point":"g0.center","line":"E4","value":3}]},
+        {"op":"extrude","profile":"S2","mode":"cut","extent":{"type":"through_all","symmetric":true}}
+    ]}"#,
+    );
+    let hole_height = |s: &freecad_bridge::Session| {
+        let hole = s.state().faces.iter().find(|f| f.radius == Some(1.0)).expect("the hole's cylinder");
+        hole.center.expect("its axis point")[2]
+    };
+    let mut s = session();
+    s.execute_program(&program).expect("program");
+    assert_close(hole_height(&s), 7.0, "3 below the top edge");
+    s.scale_extrusions(1.1).expect("edit");
+    assert_close(hole_height(&s), 8.0, "still 3 below the top edge");
+}
