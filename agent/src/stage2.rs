@@ -66,6 +66,7 @@ impl Engine<'_> {
             .value("grid_right", axis_name(meta.view_to_world.x_step))
             .value("grid_down", axis_name(meta.view_to_world.y_step))
             .value("grid_viewer", axis_name(towards_viewer(&meta)))
+            .value("model_to_view", model_to_view(&meta))
             .value("feedback_text", crate::stage1::feedback_text(feedback))
             .flag("feedback", !feedback.is_empty());
         let mut context = self.context(&state);
@@ -116,6 +117,47 @@ fn axis_name(v: [f64; 3]) -> String {
         }
     }
     format!("({:.3}, {:.3}, {:.3})", u[0], u[1], u[2])
+}
+
+/// How a model point maps to view coordinates, as formulas a model can apply by hand:
+/// `x = 0.5199 + X / 100, y = 0.5199 - Z / 100` on a plane along the model axes.
+pub(crate) fn model_to_view(meta: &SketchMeta) -> String {
+    let origin = meta.view_to_world.origin;
+    let formula = |name: &str, step: [f64; 3]| {
+        let len2: f64 = step.iter().map(|c| c * c).sum();
+        let size = len2.sqrt();
+        let axis = (0..3).find(|&k| (step[k].abs() - size).abs() < 1e-9 * size.max(1.0));
+        match axis {
+            Some(k) => {
+                let sign = step[k].signum();
+                let offset = -sign * origin[k] / size;
+                let offset = if offset.abs() < 5e-5 { 0.0 } else { offset };
+                let letter = ["X", "Y", "Z"][k];
+                format!("{name} = {offset:.4} {} {letter} / {}", if sign > 0.0 { "+" } else { "-" }, trim(size))
+            }
+            None => {
+                let unit = step.map(|c| c / size);
+                format!(
+                    "{name} = ((X, Y, Z) - ({}, {}, {})) . ({:.4}, {:.4}, {:.4}) / {}",
+                    trim(origin[0]),
+                    trim(origin[1]),
+                    trim(origin[2]),
+                    unit[0],
+                    unit[1],
+                    unit[2],
+                    trim(size)
+                )
+            }
+        }
+    };
+    format!("{}, {}", formula("x", meta.view_to_world.x_step), formula("y", meta.view_to_world.y_step))
+}
+
+/// A number with up to 4 decimals, without trailing zeros: `100`, `33.25`.
+fn trim(x: f64) -> String {
+    let text = format!("{x:.4}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" { "0".into() } else { text.into() }
 }
 
 /// The model direction towards the eye of a sketch view: right x down points away from it.
@@ -333,6 +375,38 @@ mod tests {
         assert_eq!(axis_name([0.0, 0.0, 2.5]), "+Z");
         assert_eq!(axis_name([0.0, -1.0, 0.0]), "-Y");
         assert_eq!(axis_name([0.6, 0.8, 0.0]), "(0.600, 0.800, 0.000)");
+    }
+
+    #[test]
+    fn the_model_to_view_map_is_stated_as_formulas_that_invert_the_views_map() {
+        let meta = |origin: [f64; 3], x_step: [f64; 3], y_step: [f64; 3]| SketchMeta {
+            frame: freecad_bridge::state::Frame {
+                origin: [0.0; 3],
+                x_axis: [1.0, 0.0, 0.0],
+                y_axis: [0.0, 0.0, 1.0],
+                normal: [0.0, -1.0, 0.0],
+            },
+            window: views::Window { u0: 0.0, v0: 0.0, size: 100.0 },
+            grid: [75.0, 75.0, 350.0],
+            view_to_local: [[100.0, 0.0, 0.0], [0.0, -100.0, 100.0]],
+            view_to_world: views::ViewToWorld { origin, x_step, y_step },
+            edges: Vec::new(),
+        };
+        // The XZ plane seen from -Y, S_t's square 100 mm wide and a quarter mm off centre.
+        let xz = meta([-51.99, 0.0, 51.99], [100.0, 0.0, 0.0], [0.0, 0.0, -100.0]);
+        assert_eq!(model_to_view(&xz), "x = 0.5199 + X / 100, y = 0.5199 - Z / 100");
+        // Check by the view's own map: view (0.5199 + 10/100, 0.5199 - 20/100) is X = 10, Z = 20.
+        let (vx, vy) = (0.5199 + 0.1, 0.5199 - 0.2);
+        let world: Vec<f64> = (0..3)
+            .map(|k| xz.view_to_world.origin[k] + vx * 100.0 * [1.0, 0.0, 0.0][k] + vy * [0.0, 0.0, -100.0][k])
+            .collect();
+        assert!((world[0] - 10.0).abs() < 1e-9 && (world[2] - 20.0).abs() < 1e-9, "{world:?}");
+        // An inclined plane: a dot product with the axis.
+        let inclined = meta([0.0, 0.0, 0.0], [0.0, 60.0, 80.0], [100.0, 0.0, 0.0]);
+        assert_eq!(
+            model_to_view(&inclined),
+            "x = ((X, Y, Z) - (0, 0, 0)) . (0.0000, 0.6000, 0.8000) / 100, y = 0.0000 + X / 100"
+        );
     }
 
     #[test]
