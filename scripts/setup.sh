@@ -3,7 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(freecad-python3 python3-dev fonts-dejavu-core python3-numpy python3-scipy)
+# chromium: the browser test opens the reports and indexes headless.
+packages=(freecad-python3 python3-dev fonts-dejavu-core python3-numpy python3-scipy chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
