@@ -273,8 +273,11 @@ fn label_requests(
 ) -> (Vec<Request>, Vec<Unlabelled>) {
     let mut requests = Vec::new();
     let mut unlabelled = Vec::new();
+    // Anchors are chosen biggest entity first, each away from those already taken.
+    let mut taken: Vec<(i64, i64)> = Vec::new();
     if kinds.edges {
         let pixels = pixels_by_id(&ids.edge, ids.width, scene.edges.len());
+        let mut labelable = Vec::new();
         for (e, px) in pixels.iter().enumerate() {
             let id = edge_id(state, e);
             if scene.is_seam(e) {
@@ -286,13 +289,18 @@ fn label_requests(
             } else if px.len() < MIN_EDGE_PIXELS {
                 unlabelled.push(Unlabelled { id, reason: "too small".into() });
             } else {
-                let anchor = edge_anchor(px, ids, e as u32);
-                requests.push(Request {
-                    id,
-                    anchor: (anchor.0 as f64 + 0.5, anchor.1 as f64 + 0.5),
-                    priority: px.len() as f64,
-                });
+                labelable.push((e, id));
             }
+        }
+        labelable.sort_by_key(|(e, _)| std::cmp::Reverse(pixels[*e].len()));
+        for (e, id) in labelable {
+            let anchor = edge_anchor(&pixels[e], ids, e as u32, &taken);
+            taken.push(anchor);
+            requests.push(Request {
+                id,
+                anchor: (anchor.0 as f64 + 0.5, anchor.1 as f64 + 0.5),
+                priority: pixels[e].len() as f64,
+            });
         }
     }
     if kinds.faces {
@@ -305,8 +313,12 @@ fn label_requests(
             } else if px.len() < MIN_FACE_PIXELS {
                 unlabelled.push(Unlabelled { id, reason: "too small".into() });
             } else {
-                let best = px.iter().max_by_key(|&&(x, y)| depth[(y * i64::from(ids.width) + x) as usize]).copied();
+                // The widest point of the face that keeps clear of the anchors taken.
+                let clear = |p: &&(i64, i64)| !near_any(**p, &taken);
+                let widest = |p: &&(i64, i64)| depth[(p.1 * i64::from(ids.width) + p.0) as usize];
+                let best = px.iter().filter(clear).max_by_key(widest).or_else(|| px.iter().max_by_key(widest)).copied();
                 if let Some((x, y)) = best {
+                    taken.push((x, y));
                     requests.push(Request {
                         id,
                         anchor: (x as f64 + 0.5, y as f64 + 0.5),
@@ -341,8 +353,20 @@ fn label_requests(
     (requests, unlabelled)
 }
 
-/// A pixel of the edge near the middle of its visible pixels and away from other edges.
-fn edge_anchor(pixels: &[(i64, i64)], ids: &IdBuffers, edge: u32) -> (i64, i64) {
+/// Anchors of different entities at least this far apart (pixels), where an entity has room.
+const ANCHOR_SPACING: f64 = 10.0;
+
+fn nearest_taken(p: (i64, i64), taken: &[(i64, i64)]) -> f64 {
+    taken.iter().map(|t| ((t.0 - p.0) as f64).hypot((t.1 - p.1) as f64)).fold(f64::INFINITY, f64::min)
+}
+
+fn near_any(p: (i64, i64), taken: &[(i64, i64)]) -> bool {
+    nearest_taken(p, taken) < ANCHOR_SPACING
+}
+
+/// A pixel of the edge near the middle of its visible pixels, away from other edges and
+/// from the anchors already `taken`.
+fn edge_anchor(pixels: &[(i64, i64)], ids: &IdBuffers, edge: u32, taken: &[(i64, i64)]) -> (i64, i64) {
     let n = pixels.len() as f64;
     let cx = pixels.iter().map(|p| p.0 as f64).sum::<f64>() / n;
     let cy = pixels.iter().map(|p| p.1 as f64).sum::<f64>() / n;
@@ -358,15 +382,12 @@ fn edge_anchor(pixels: &[(i64, i64)], ids: &IdBuffers, edge: u32) -> (i64, i64) 
         }
         others as f64
     };
-    *pixels
-        .iter()
-        .min_by(|a, b| {
-            let score = |p: &(i64, i64)| {
-                ((p.0 as f64 - cx).powi(2) + (p.1 as f64 - cy).powi(2)).sqrt() + 4.0 * crowding(p.0, p.1)
-            };
-            score(a).total_cmp(&score(b))
-        })
-        .unwrap_or(&pixels[0])
+    let score = |p: &(i64, i64)| {
+        // Where every pixel is near a taken anchor, the farthest from them.
+        let clash = if near_any(*p, taken) { 1e6 - 1e3 * nearest_taken(*p, taken) } else { 0.0 };
+        ((p.0 as f64 - cx).powi(2) + (p.1 as f64 - cy).powi(2)).sqrt() + 4.0 * crowding(p.0, p.1) + clash
+    };
+    *pixels.iter().min_by(|a, b| score(a).total_cmp(&score(b))).unwrap_or(&pixels[0])
 }
 
 fn nearest_pixel(ids: &IdBuffers, x: i64, y: i64, radius: i64, accept: impl Fn(u32) -> bool) -> Option<(i64, i64)> {

@@ -144,6 +144,21 @@ fn check_tagged(name: &str, view: &View, state: &ModelState) {
     }
 }
 
+/// Pairs of labels whose anchors are closer than 10 px (a leader could mean either).
+fn close_anchors(name: &str, view: &View) -> Vec<String> {
+    let labels = &view.meta.labels;
+    let mut out = Vec::new();
+    for (i, a) in labels.iter().enumerate() {
+        for b in &labels[i + 1..] {
+            let d = (a.anchor[0] - b.anchor[0]).hypot(a.anchor[1] - b.anchor[1]);
+            if d < 9.5 {
+                out.push(format!("{name}: {} and {} {d:.1} px apart", a.id, b.id));
+            }
+        }
+    }
+    out
+}
+
 fn crossings(view: &View) -> usize {
     let placed: Vec<views::labels::Placed> = view
         .meta
@@ -163,10 +178,12 @@ fn crossings(view: &View) -> usize {
 fn tagged_views_label_visible_edges_without_overlaps() {
     let mut s = session();
     let mut total_crossings = 0;
+    let mut close = Vec::new();
     for name in EXAMPLES {
         let scene = build(&mut s, name);
         let view = views::tagged(&scene, s.state(), &Options::default());
         check_tagged(name, &view, s.state());
+        close.extend(close_anchors(name, &view));
         let n = crossings(&view);
         if n > 0 {
             eprintln!("{name}: {n} crossing leaders");
@@ -174,6 +191,7 @@ fn tagged_views_label_visible_edges_without_overlaps() {
         total_crossings += n;
     }
     assert_eq!(total_crossings, 0, "leaders cross");
+    assert!(close.is_empty(), "anchors of different entities 10 px apart: {close:?}");
 }
 
 #[test]
