@@ -188,6 +188,7 @@ impl Reconstruction {
             trace: JsonlTrace::open(&out.join("trace.jsonl"), self.resume)?,
             sinks: &mut self.sinks,
             framed_target: (!config.ablations.no_reg).then(|| framed_with_circle(&target, config.view_size)),
+            framed_mask: (!config.ablations.no_reg).then(|| target.framed_mask(config.view_size, views::TAGGED_FILL)),
             target,
             history: Vec::new(),
             history_notes: Vec::new(),
@@ -213,7 +214,7 @@ impl Reconstruction {
 const _: () = assert!(views::PREVIEW_FILL == views::TAGGED_FILL);
 
 /// The radius in pixels of S_t's circle in a view of `view_size` pixels.
-fn circle_px(view_size: u32) -> f64 {
+pub(crate) fn circle_px(view_size: u32) -> f64 {
     f64::from(view_size) * views::TAGGED_FILL / 2.0
 }
 
@@ -291,6 +292,9 @@ pub(crate) struct Engine<'a> {
     /// The target at the framing of the model's views, S_t's circle drawn (none under
     /// no-Reg): made once, shown in Stage 1 and beside every preview.
     pub framed_target: Option<image::RgbImage>,
+    /// The target's silhouette at that framing (none under no-Reg): the overlap panel of
+    /// Stage 3 compares the candidate's with it.
+    pub framed_mask: Option<Vec<bool>>,
     trace: JsonlTrace,
     sinks: &'a mut Vec<Box<dyn Sink>>,
     pub history: Vec<Command>,

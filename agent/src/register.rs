@@ -123,6 +123,19 @@ impl Target {
         out
     }
 
+    /// The target's silhouette at the framing of [`Self::framed`]: whether each pixel of the
+    /// `size` square (row by row) shows the part.
+    pub fn framed_mask(&self, size: u32, fill: f64) -> Vec<bool> {
+        let k = f64::from(size) * fill / 2.0 / self.radius_px;
+        let half = f64::from(size) / 2.0;
+        (0..size * size)
+            .map(|i| {
+                let (x, y) = (f64::from(i % size) + 0.5, f64::from(i / size) + 0.5);
+                self.is_part((x - half) / k + self.center_px[0], (y - half) / k + self.center_px[1])
+            })
+            .collect()
+    }
+
     fn is_part(&self, x: f64, y: f64) -> bool {
         let (w, h) = self.image.dimensions();
         if x < 0.0 || y < 0.0 || x >= f64::from(w) || y >= f64::from(h) {

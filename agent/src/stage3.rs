@@ -32,6 +32,15 @@ impl Engine<'_> {
         if !self.config.ablations.no_reg {
             register::draw_sphere_on(&mut view, self.sphere);
         }
+        // The two silhouettes overlaid: where a dimension or a position is off shows as a
+        // coloured band, which side by side is hard to see.
+        let overlap = self.framed_mask.as_ref().filter(|m| m.len() == view.ids.face.len()).map(|mask| {
+            let (mut panel, overlap) = views::silhouette_overlap(&view.ids, mask);
+            let (half, radius) = (f64::from(panel.width()) / 2.0, crate::engine::circle_px(panel.width()));
+            register::draw_sphere(&mut panel, [half, half], radius);
+            view.image = views::append_panel(&view.image, &panel, "silhouettes overlaid");
+            overlap
+        });
         let image = self.save(&view.image, &format!("step{:02}_try{}_preview.png", turn.step, turn.attempt))?;
         self.timing.render += start.elapsed().as_secs_f64();
         let start = Instant::now();
@@ -40,7 +49,9 @@ impl Engine<'_> {
             .value("plan", plan.describe())
             .value("preview_summary", summary(&preview.state))
             .value("before_summary", summary(state))
-            .value("delta", delta(state, &preview.state));
+            .value("delta", delta(state, &preview.state))
+            .value("overlap", overlap.map(|o| o.describe()).unwrap_or_default())
+            .flag("overlap", overlap.is_some());
         let mut context = self.context(state);
         context.plan = Some(plan.clone());
         context.preview = Some(preview.state.clone());

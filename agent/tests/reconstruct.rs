@@ -624,12 +624,18 @@ fn the_preview_shows_the_target_at_the_candidates_scale() {
         .collect();
     previews.sort();
     let preview = image::open(previews.last().expect("a preview")).expect("png").to_rgb8();
-    let width = (preview.width() - 4) / 2;
+    // Three panels: the candidate, the target, the silhouettes overlaid.
+    let width = (preview.width() - 8) / 3;
     let (candidate_center, candidate) = panel_circle(&preview, 0, width);
     let (target_center, target) = panel_circle(&preview, width + 4, width);
     assert!((candidate / target - 1.0).abs() < 0.03, "candidate radius {candidate:.1} px, target {target:.1} px");
     let apart = (candidate_center[0] - target_center[0]).hypot(candidate_center[1] - target_center[1]);
     assert!(apart < 0.03 * target, "centres {candidate_center:?} and {target_center:?}");
+    // The overlay agrees: the exact rebuild covers the target's silhouette and little else.
+    let trace = std::fs::read_to_string(out.join("trace.jsonl")).expect("trace");
+    let last = trace.rsplit("silhouettes overlap with IoU ").next().expect("Stage 3 states the overlap");
+    let iou: f64 = last[..5].parse().expect("an IoU");
+    assert!(iou > 0.95, "overlap IoU {iou} in the last Stage 3 request");
 }
 
 /// A folder that holds an earlier reconstruction is refused (its stale step images would mix

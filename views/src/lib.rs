@@ -40,8 +40,9 @@ pub use camera::{Camera, ISOMETRIC, Projection, axes_on_screen};
 pub use raster::{IdBuffers, Style};
 pub use scene::{Material, NO_ENTITY, Scene};
 pub use view::{
-    LabelKinds, LabelMeta, MIN_EDGE_PIXELS, Meta, Options, PREVIEW_FILL, ProjectedEdge, SEAM, SketchMeta, TAGGED_FILL,
-    TARGET_FILL, Unlabelled, View, ViewToWorld, Window, draw_axes, preview, sketch, tagged, target,
+    LabelKinds, LabelMeta, MIN_EDGE_PIXELS, Meta, Options, Overlap, PREVIEW_FILL, ProjectedEdge, SEAM, SketchMeta,
+    TAGGED_FILL, TARGET_FILL, Unlabelled, View, ViewToWorld, Window, append_panel, draw_axes, preview,
+    silhouette_overlap, sketch, tagged, target,
 };
 
 /// A tessellation tolerance suited to a view of a part of this size (bounding diagonal).

@@ -63,6 +63,9 @@ pub struct IdBuffers {
     pub face: Vec<u32>,
     /// 0-based edge index or `NO_ENTITY`.
     pub edge: Vec<u32>,
+    /// Whether a surface was drawn there (a part's face or an overlay of material): the
+    /// view's silhouette.
+    pub covered: Vec<bool>,
 }
 
 impl IdBuffers {
@@ -365,6 +368,7 @@ impl Raster {
         let mut image = RgbImage::new(w, h);
         let mut face = vec![NO_ENTITY; (w * h) as usize];
         let mut edge = vec![NO_ENTITY; (w * h) as usize];
+        let mut covered = vec![false; (w * h) as usize];
         for y in 0..h as usize {
             for x in 0..w as usize {
                 let mut sum = [0.0f32; 3];
@@ -388,12 +392,13 @@ impl Raster {
                 image.put_pixel(x as u32, y as u32, Rgb(sum.map(|c| (c / n).round().clamp(0.0, 255.0) as u8)));
                 let centre = (y * ss + ss / 2) * sw + x * ss + ss / 2;
                 face[y * w as usize + x] = self.face[centre];
+                covered[y * w as usize + x] = self.depth[centre].is_finite();
                 if let Some((id, _)) = edge_votes.iter().max_by_key(|(id, votes)| (*votes, u32::MAX - id)) {
                     edge[y * w as usize + x] = *id;
                 }
             }
         }
-        (image, IdBuffers { width: w, height: h, face, edge })
+        (image, IdBuffers { width: w, height: h, face, edge, covered })
     }
 }
 

@@ -782,6 +782,138 @@ fn tint(image: &mut RgbImage, coverage: &[f32], color: [f32; 3]) {
     }
 }
 
+/// How two silhouettes of one framing agree, in pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Overlap {
+    pub both: usize,
+    /// The target shows the part, the candidate does not.
+    pub target_only: usize,
+    /// The candidate shows the part, the target does not.
+    pub candidate_only: usize,
+    /// How far the candidate was shifted (pixels, x right, y down) to line up with the target.
+    pub shift_px: [i64; 2],
+}
+
+impl Overlap {
+    pub fn iou(&self) -> f64 {
+        self.both as f64 / (self.both + self.target_only + self.candidate_only).max(1) as f64
+    }
+
+    /// One sentence for a prompt.
+    pub fn describe(&self) -> String {
+        let target = (self.both + self.target_only).max(1) as f64;
+        let shifted = if self.shift_px == [0, 0] {
+            String::new()
+        } else {
+            format!(
+                " (the candidate shifted by {} px right and {} px down to line up, as registration will after the \
+                 step)",
+                self.shift_px[0], self.shift_px[1]
+            )
+        };
+        format!(
+            "the silhouettes overlap with IoU {:.3}{shifted}; {:.1}% of the target's silhouette is missing from \
+             the candidate (red) and the candidate shows {:.1}% of the target's area outside it (blue)",
+            self.iou(),
+            100.0 * self.target_only as f64 / target,
+            100.0 * self.candidate_only as f64 / target
+        )
+    }
+}
+
+pub const OVERLAP_BOTH: Rgb<u8> = Rgb([185, 185, 185]);
+pub const OVERLAP_TARGET_ONLY: Rgb<u8> = Rgb([215, 55, 55]);
+pub const OVERLAP_CANDIDATE_ONLY: Rgb<u8> = Rgb([50, 90, 215]);
+
+/// The candidate's silhouette (what `ids` shows) over the target's (`target`, one flag per
+/// pixel of the same framing), the candidate first shifted to line up with the target as
+/// registration will after the step: grey where both show the part, red where only the
+/// target does, blue where only the candidate does.
+pub fn silhouette_overlap(ids: &IdBuffers, target: &[bool]) -> (RgbImage, Overlap) {
+    let (w, h) = (ids.width as usize, ids.height as usize);
+    let candidate: Vec<bool> = ids.covered.iter().zip(&ids.edge).map(|(&c, &e)| c || e != NO_ENTITY).collect();
+    let target: Vec<bool> = (0..w * h).map(|i| target.get(i).copied().unwrap_or(false)).collect();
+    let shift = [
+        best_shift(&profile(&candidate, w, h, true), &profile(&target, w, h, true)),
+        best_shift(&profile(&candidate, w, h, false), &profile(&target, w, h, false)),
+    ];
+    let mut image = RgbImage::from_pixel(ids.width, ids.height, Rgb([255, 255, 255]));
+    let mut overlap = Overlap { shift_px: shift, ..Overlap::default() };
+    for y in 0..h {
+        for x in 0..w {
+            let (sx, sy) = (x as i64 - shift[0], y as i64 - shift[1]);
+            let in_candidate = sx >= 0
+                && sy >= 0
+                && (sx as usize) < w
+                && (sy as usize) < h
+                && candidate[sy as usize * w + sx as usize];
+            let color = match (in_candidate, target[y * w + x]) {
+                (true, true) => {
+                    overlap.both += 1;
+                    OVERLAP_BOTH
+                }
+                (false, true) => {
+                    overlap.target_only += 1;
+                    OVERLAP_TARGET_ONLY
+                }
+                (true, false) => {
+                    overlap.candidate_only += 1;
+                    OVERLAP_CANDIDATE_ONLY
+                }
+                (false, false) => continue,
+            };
+            image.put_pixel(x as u32, y as u32, color);
+        }
+    }
+    let legend =
+        [("both", OVERLAP_BOTH), ("target only", OVERLAP_TARGET_ONLY), ("candidate only", OVERLAP_CANDIDATE_ONLY)];
+    for (k, (name, color)) in legend.iter().enumerate() {
+        let y = 24.0 + 16.0 * k as f64;
+        draw::filled_rect(&mut image, &[8.0, y, 20.0, y + 12.0], *color);
+        draw::text(&mut image, 25.0, y - 1.0, 12.0, Rgb([40, 40, 40]), name);
+    }
+    (image, overlap)
+}
+
+/// Pixels of a mask per column (or per row).
+fn profile(mask: &[bool], w: usize, h: usize, by_column: bool) -> Vec<f64> {
+    let mut p = vec![0.0; if by_column { w } else { h }];
+    for (i, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
+        p[if by_column { i % w } else { i / w }] += 1.0;
+    }
+    p
+}
+
+/// The shift of profile `m` that overlaps `t` most (the smallest of equals), within a
+/// quarter of the length.
+fn best_shift(m: &[f64], t: &[f64]) -> i64 {
+    let n = m.len() as i64;
+    let mut best = (f64::NEG_INFINITY, 0i64);
+    for d in -n / 4..=n / 4 {
+        let score: f64 =
+            (0..n).filter(|x| (0..n).contains(&(x - d))).map(|x| m[(x - d) as usize].min(t[x as usize])).sum();
+        if score > best.0 + 1e-9 || ((score - best.0).abs() <= 1e-9 && d.abs() < best.1.abs()) {
+            best = (score, d);
+        }
+    }
+    best.1
+}
+
+/// `panel` appended to the right of `image`, after a grey gutter, captioned.
+pub fn append_panel(image: &RgbImage, panel: &RgbImage, caption: &str) -> RgbImage {
+    let (w, h) = image.dimensions();
+    let mut out = RgbImage::from_pixel(w + 4 + panel.width(), h.max(panel.height()), Rgb([255, 255, 255]));
+    image::imageops::replace(&mut out, image, 0, 0);
+    image::imageops::replace(&mut out, panel, i64::from(w) + 4, 0);
+    for y in 0..out.height() {
+        for x in w..w + 4 {
+            out.put_pixel(x, y, Rgb([200, 200, 200]));
+        }
+    }
+    draw::text(&mut out, f64::from(w) + 12.0, 6.0, 12.0, Rgb([40, 40, 40]), caption);
+    out
+}
+
 fn side_by_side(left: &RgbImage, target: &RgbImage) -> RgbImage {
     let (w, h) = left.dimensions();
     let scaled = image::imageops::resize(target, w, h, image::imageops::FilterType::Triangle);
@@ -814,5 +946,38 @@ pub fn draw_axes(image: &mut RgbImage, direction: [f64; 3], at: (f64, f64), leng
         let norm = dx.hypot(dy).max(1e-9);
         let label = (tip.0 + 6.0 * dx / norm - 4.0, tip.1 + 6.0 * dy / norm - 7.0);
         draw::text_with_halo(image, label.0, label.1, 13.0, colors[i], name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn square(w: u32, x0: u32, y0: u32, side: u32) -> Vec<bool> {
+        (0..w * w).map(|i| (x0..x0 + side).contains(&(i % w)) && (y0..y0 + side).contains(&(i / w))).collect()
+    }
+
+    #[test]
+    fn the_overlap_lines_the_candidate_up_first_and_counts_what_differs() {
+        let w = 100;
+        let covered = square(w, 30, 40, 20);
+        let ids = IdBuffers {
+            width: w,
+            height: w,
+            face: vec![NO_ENTITY; (w * w) as usize],
+            edge: vec![NO_ENTITY; (w * w) as usize],
+            covered,
+        };
+        // The same square 5 px right and 3 px up: a registration shift, not a difference.
+        let (_, same) = silhouette_overlap(&ids, &square(w, 35, 37, 20));
+        assert_eq!((same.shift_px, same.both, same.iou()), ([5, -3], 400, 1.0));
+        // A target 4 px taller: a band of red along one side.
+        let taller: Vec<bool> =
+            (0..w * w).map(|i| (30..50).contains(&(i % w)) && (36..60).contains(&(i / w))).collect();
+        let (image, taller) = silhouette_overlap(&ids, &taller);
+        assert_eq!(taller.candidate_only, 0);
+        assert_eq!(taller.target_only, 80, "{taller:?}");
+        assert!(image.pixels().filter(|p| **p == OVERLAP_TARGET_ONLY).count() >= 80);
+        assert!(taller.describe().contains("16.7% of the target's silhouette is missing"), "{}", taller.describe());
     }
 }
