@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{binary, example_path, generated_test_split, repo_root};
+use common::{assert_links_resolve, binary, example_path, generated_test_split, repo_root};
 
 fn chromium() -> PathBuf {
     let found = std::env::var_os("VISION2CAD_CHROMIUM")
@@ -51,21 +51,6 @@ fn open(page: &Path, screenshot: Option<&Path>) -> (String, Vec<String>) {
     (String::from_utf8_lossy(&o.stdout).into_owned(), console)
 }
 
-/// Every `href` and `src` of the page that is not embedded data names a file beside it.
-fn assert_links_resolve(page: &Path, dom: &str) {
-    let dir = page.parent().expect("folder");
-    for attribute in ["href=\"", "src=\""] {
-        for (i, _) in dom.match_indices(attribute) {
-            let rest = &dom[i + attribute.len()..];
-            let target = &rest[..rest.find('"').expect("closing quote")];
-            if target.starts_with("data:") || target.starts_with('#') {
-                continue;
-            }
-            assert!(dir.join(target).is_file(), "{} links to {target}, which is missing", page.display());
-        }
-    }
-}
-
 fn check(page: &Path, must_show: &[&str], screenshot: &str) {
     let (dom, console) = open(page, None);
     let errors: Vec<&String> = console.iter().filter(|l| l.contains("Uncaught") || l.contains("Error")).collect();
@@ -73,7 +58,7 @@ fn check(page: &Path, must_show: &[&str], screenshot: &str) {
     for text in must_show {
         assert!(dom.contains(text), "{} does not show {text:?}", page.display());
     }
-    assert_links_resolve(page, &dom);
+    assert_links_resolve(page.parent().expect("folder"), &dom);
     if std::env::var_os("VISION2CAD_UPDATE_DOCS").is_some() {
         let images = repo_root().join("docs/images");
         std::fs::create_dir_all(&images).expect("docs/images");

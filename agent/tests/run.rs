@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::Command as Process;
 
-use common::binary;
+use common::{assert_links_resolve, binary};
 use serde_json::Value;
 
 fn vision2cad(args: &[&str]) -> std::process::Output {
@@ -23,17 +23,6 @@ fn results(run: &Path) -> Value {
         p.as_object_mut().expect("part").remove("seconds");
     }
     v
-}
-
-/// Every `href` and `src` of a page names a file beside it.
-fn assert_links_resolve(dir: &Path, html: &str) {
-    for attribute in ["href=\"", "src=\""] {
-        for (i, _) in html.match_indices(attribute) {
-            let rest = &html[i + attribute.len()..];
-            let target = &rest[..rest.find('"').expect("closing quote")];
-            assert!(dir.join(target).is_file(), "{} links to {target}, which is missing", dir.display());
-        }
-    }
 }
 
 #[test]

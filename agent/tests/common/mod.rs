@@ -42,3 +42,18 @@ pub fn generated_test_split(dir: &Path, count: usize, seed: u64) -> PathBuf {
     assert!(out.status.success(), "gerd generate: {}", String::from_utf8_lossy(&out.stderr));
     data
 }
+
+/// Every `href` and `src` of a page (besides embedded data and anchors) names a file in
+/// `dir`, the page's folder.
+pub fn assert_links_resolve(dir: &Path, html: &str) {
+    for attribute in ["href=\"", "src=\""] {
+        for (i, _) in html.match_indices(attribute) {
+            let rest = &html[i + attribute.len()..];
+            let target = &rest[..rest.find('"').expect("closing quote")];
+            if target.starts_with("data:") || target.starts_with('#') {
+                continue;
+            }
+            assert!(dir.join(target).is_file(), "{} links to {target}, which is missing", dir.display());
+        }
+    }
+}
