@@ -18,8 +18,9 @@ use views::SketchMeta;
 pub fn projected_table(meta: &SketchMeta, state: &ModelState) -> String {
     let mut out = String::new();
     for e in meta.edges.iter().filter(|e| state.in_active_body(&e.id)) {
-        let inside = e.points.iter().any(|p| (-0.05..=1.05).contains(&p[0]) && (-0.05..=1.05).contains(&p[1]));
-        if !inside {
+        // The edges the picture shows, labelled there: a tie to one beside the grid is as
+        // good as to one on it.
+        if !e.points.iter().any(|p| views::in_sketch_picture(*p)) {
             continue;
         }
         let pts: Vec<String> = e.points.iter().map(|p| format!("({:.4}, {:.4})", p[0], p[1])).collect();

@@ -540,6 +540,17 @@ impl SketchMeta {
 
 const SKETCH_SAMPLES: usize = 24;
 
+/// How far past the [0,1] grid a sketch view's picture reaches, in view units (its margin,
+/// 15% of the side, over the grid's 70%, less a little for the tick labels).
+pub const SKETCH_PICTURE_MARGIN: f64 = 0.2;
+
+/// Whether a view point is within a sketch view's picture: edges there are labelled and
+/// listed with their samples alike.
+pub fn in_sketch_picture(p: [f64; 2]) -> bool {
+    let range = -SKETCH_PICTURE_MARGIN..=1.0 + SKETCH_PICTURE_MARGIN;
+    range.contains(&p[0]) && range.contains(&p[1])
+}
+
 /// The sketch plane seen face-on: a [0,1]^2 view-coordinate grid over `window` (default:
 /// the part's outline on the plane, with a margin), the part's edges projected onto the
 /// plane and labelled by ID.
@@ -624,9 +635,7 @@ pub fn sketch(scene: &Scene, state: &ModelState, frame: &Frame, window: Option<W
         }
     };
     draw_grid(&mut image, &ids, &sketch_meta);
-    let in_window = |e: usize| {
-        sketch_meta.edges[e].points.iter().any(|p| (-0.02..=1.02).contains(&p[0]) && (-0.02..=1.02).contains(&p[1]))
-    };
+    let in_window = |e: usize| sketch_meta.edges[e].points.iter().any(|p| in_sketch_picture(*p));
     let kinds = LabelKinds { edges: opts.labels.edges, faces: false, vertices: false };
     let (mut requests, unlabelled) =
         label_requests(&ids, state, scene, &camera, kinds, in_window, "covered by another edge or seen end-on");
