@@ -185,31 +185,10 @@ fn refit_once(target: &Target, scene: &Scene, sphere: Sphere, direction: [f64; 3
     let model: Vec<bool> = view.ids.face.iter().map(|f| *f != views::NO_ENTITY).collect();
     let goal = target.silhouette();
     let n = FIT_SIZE as usize;
-    let profile = |mask: &[bool], by_column: bool| -> Vec<f64> {
-        let mut p = vec![0.0; n];
-        for (i, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
-            p[if by_column { i % n } else { i / n }] += 1.0;
-        }
-        p
-    };
-    let best_shift = |m: &[f64], t: &[f64]| -> i64 {
-        let half = (n / 2) as i64;
-        let mut best = (f64::NEG_INFINITY, 0i64);
-        for d in -half..=half {
-            let score: f64 = (0..n as i64)
-                .filter_map(|x| {
-                    let src = x - d;
-                    (0..n as i64).contains(&src).then(|| m[src as usize].min(t[x as usize]))
-                })
-                .sum();
-            if score > best.0 + 1e-9 || ((score - best.0).abs() <= 1e-9 && d.abs() < best.1.abs()) {
-                best = (score, d);
-            }
-        }
-        best.1
-    };
-    let dx = best_shift(&profile(&model, true), &profile(&goal, true));
-    let dy = best_shift(&profile(&model, false), &profile(&goal, false));
+    let profile = |mask: &[bool], by_column: bool| views::profile(mask, n, n, by_column);
+    let reach = (n / 2) as i64;
+    let dx = views::best_shift(&profile(&model, true), &profile(&goal, true), reach);
+    let dy = views::best_shift(&profile(&model, false), &profile(&goal, false), reach);
     let (mut inter, mut union) = (0usize, 0usize);
     for y in 0..n as i64 {
         for x in 0..n as i64 {

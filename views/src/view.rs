@@ -843,8 +843,8 @@ pub fn silhouette_overlap(ids: &IdBuffers, target: &[bool]) -> (RgbImage, Overla
     let candidate: Vec<bool> = ids.covered.iter().zip(&ids.edge).map(|(&c, &e)| c || e != NO_ENTITY).collect();
     let target: Vec<bool> = (0..w * h).map(|i| target.get(i).copied().unwrap_or(false)).collect();
     let shift = [
-        best_shift(&profile(&candidate, w, h, true), &profile(&target, w, h, true)),
-        best_shift(&profile(&candidate, w, h, false), &profile(&target, w, h, false)),
+        best_shift(&profile(&candidate, w, h, true), &profile(&target, w, h, true), w as i64 / 4),
+        best_shift(&profile(&candidate, w, h, false), &profile(&target, w, h, false), h as i64 / 4),
     ];
     let mut image = RgbImage::from_pixel(ids.width, ids.height, Rgb([255, 255, 255]));
     let mut overlap = Overlap { shift_px: shift, ..Overlap::default() };
@@ -884,8 +884,8 @@ pub fn silhouette_overlap(ids: &IdBuffers, target: &[bool]) -> (RgbImage, Overla
     (image, overlap)
 }
 
-/// Pixels of a mask per column (or per row).
-fn profile(mask: &[bool], w: usize, h: usize, by_column: bool) -> Vec<f64> {
+/// Pixels of a mask (`w` x `h`, row by row) per column (or per row).
+pub fn profile(mask: &[bool], w: usize, h: usize, by_column: bool) -> Vec<f64> {
     let mut p = vec![0.0; if by_column { w } else { h }];
     for (i, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
         p[if by_column { i % w } else { i / w }] += 1.0;
@@ -893,12 +893,12 @@ fn profile(mask: &[bool], w: usize, h: usize, by_column: bool) -> Vec<f64> {
     p
 }
 
-/// The shift of profile `m` that overlaps `t` most (the smallest of equals), within a
-/// quarter of the length.
-fn best_shift(m: &[f64], t: &[f64]) -> i64 {
+/// The shift of profile `m` (at most `reach` either way) that overlaps profile `t` most, the
+/// smallest of equals: registration's fit and the overlay's alignment.
+pub fn best_shift(m: &[f64], t: &[f64], reach: i64) -> i64 {
     let n = m.len() as i64;
     let mut best = (f64::NEG_INFINITY, 0i64);
-    for d in -n / 4..=n / 4 {
+    for d in -reach..=reach {
         let score: f64 =
             (0..n).filter(|x| (0..n).contains(&(x - d))).map(|x| m[(x - d) as usize].min(t[x as usize])).sum();
         if score > best.0 + 1e-9 || ((score - best.0).abs() <= 1e-9 && d.abs() < best.1.abs()) {
