@@ -192,6 +192,7 @@ impl Reconstruction {
             target,
             history: Vec::new(),
             history_notes: Vec::new(),
+            history_kinds: Vec::new(),
             steps_done: 0,
             sphere: Sphere { center: [0.0; 3], radius: config.part_radius },
             moved: [0.0; 3],
@@ -301,6 +302,9 @@ pub(crate) struct Engine<'a> {
     /// What the IDs each command of `history` names were at its step (IDs are renumbered
     /// as the model grows): one line per command, empty when it names none.
     pub history_notes: Vec<String>,
+    /// The kinds of the entities each command of `history` names, at its step (see
+    /// [`crate::revise::kinds`]): a revision must leave them so.
+    pub history_kinds: Vec<Vec<String>>,
     pub steps_done: usize,
     pub sphere: Sphere,
     /// How far the last registration moved S_t's centre.
@@ -675,6 +679,9 @@ impl Engine<'_> {
             self.emit(TraceEvent::End { step: turn.step, reason: plan.reason })?;
             return Ok(Attempt::Ended);
         }
+        if plan.revision.is_some() {
+            return self.revise(vlm, session, turn, &state, plan, command);
+        }
         // The command works in another body: switch before its sketches are placed and
         // drawn, and switch back (by rebuilding) if the candidate does not get through.
         let switch = plan.body.clone().map(|name| Command::Body(freecad_bridge::command::BodyChoice { name }));
@@ -765,7 +772,13 @@ impl Engine<'_> {
             switch.into_iter().chain(sketches.into_iter().map(Command::Sketch)).chain([command]).collect();
         self.emit(TraceEvent::Execute(Execution::committed(turn.step, turn.attempt, turn.verify, committed.clone())))?;
         self.history_notes.extend(committed.iter().map(|c| crate::stage1::reference_note(state, c)));
+        self.history_kinds.extend(committed.iter().map(|c| crate::revise::kinds(state, c)));
         self.history.extend(committed);
+        self.commit_step(session, turn)
+    }
+
+    /// The step's candidate is in the history: count it, write the program, refit S_t.
+    pub(crate) fn commit_step(&mut self, session: &mut Session, turn: Turn) -> Result<Attempt, LoopError> {
         self.steps_done += 1;
         if !turn.verify && !self.config.ablations.no_evf {
             self.unverified.push(self.steps_done);
@@ -776,7 +789,7 @@ impl Engine<'_> {
         Ok(Attempt::Accepted)
     }
 
-    fn failed_candidate(&mut self, turn: Turn, reason: String) -> Result<Attempt, LoopError> {
+    pub(crate) fn failed_candidate(&mut self, turn: Turn, reason: String) -> Result<Attempt, LoopError> {
         self.failed_candidates += 1;
         self.emit(TraceEvent::Execute(Execution::failed(turn.step, turn.attempt, reason.clone())))?;
         Ok(Attempt::retry(format!("the candidate failed: {reason}")))
@@ -833,7 +846,7 @@ impl Engine<'_> {
     }
 
     /// Back to the accepted commands: the document as it was before the attempt.
-    fn rollback(&mut self, session: &mut Session) -> Result<(), LoopError> {
+    pub(crate) fn rollback(&mut self, session: &mut Session) -> Result<(), LoopError> {
         let history = self.history.clone();
         kernel(&mut self.timing, session, |s| {
             s.reset()?;
@@ -886,6 +899,7 @@ impl Engine<'_> {
                 break;
             }
             self.history_notes.push(crate::stage1::reference_note(session.state(), c));
+            self.history_kinds.push(crate::revise::kinds(session.state(), c));
             kernel(&mut self.timing, session, |s| s.execute(c))
                 .map_err(|e| fail(format!("command {i} ({}): {e}", c.op())))?;
             self.history.push(c.clone());

@@ -121,17 +121,21 @@ pub struct Execution {
     pub verified: Option<bool>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub commands: Vec<Command>,
+    /// The committed command replaces the accepted command of this number (a revision,
+    /// numbered from 1 as Stage 1's history lists them) instead of following the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revises: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
 impl Execution {
     pub fn committed(step: usize, attempt: usize, verified: bool, commands: Vec<Command>) -> Execution {
-        Execution { step, attempt, ok: true, verified: Some(verified), commands, error: None }
+        Execution { step, attempt, ok: true, verified: Some(verified), commands, revises: None, error: None }
     }
 
     pub fn failed(step: usize, attempt: usize, error: String) -> Execution {
-        Execution { step, attempt, ok: false, verified: None, commands: Vec::new(), error: Some(error) }
+        Execution { step, attempt, ok: false, verified: None, commands: Vec::new(), revises: None, error: Some(error) }
     }
 }
 

@@ -10,6 +10,7 @@
 //! - [`stage2`]: sketches in view coordinates, mapped by [`lcb`] into the plane's frame and
 //!   tied to projected geometry by [`pgr`];
 //! - [`stage3`]: the preview, accepted or rejected with reasons (EVf);
+//! - [`revise`]: an accepted command's numbers corrected at their source, the model rebuilt;
 //! - [`vlm`]: the model behind one trait (the oracle, the simulated VLM, a model server);
 //! - [`prompts`]: the templates in `prompts/`; [`report`]: the model files and the HTML report;
 //! - [`direct_code`]: the one-shot code baseline; [`stage_export`]: per-stage training data.
@@ -41,6 +42,7 @@ pub mod prompts;
 pub mod rag;
 pub mod register;
 pub mod report;
+pub mod revise;
 pub mod selectors;
 pub mod stage1;
 pub mod stage2;

@@ -153,9 +153,10 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
             }
             TraceEvent::Execute(x) => {
                 let verified = if x.verified == Some(true) { "accepted" } else { "committed without verification" };
+                let revises = x.revises.map(|n| format!(", replacing [{n}]")).unwrap_or_default();
                 let _ = write!(
                     h,
-                    "<p class=\"ok\">{verified}:</p><pre>{}</pre>",
+                    "<p class=\"ok\">{verified}{revises}:</p><pre>{}</pre>",
                     escape(&x.commands.iter().map(compact_json).collect::<Vec<_>>().join("\n"))
                 );
             }

@@ -126,7 +126,7 @@ fn history_text(history: &[Command], notes: &[String]) -> String {
     let mut lines = Vec::new();
     for (i, command) in history.iter().enumerate() {
         // Rounded as the model writes numbers: FreeCAD's round-off (-29.900000000000006) is noise.
-        lines.push(crate::report::compact_json(command));
+        lines.push(format!("[{}] {}", i + 1, crate::report::compact_json(command)));
         if let Some(note) = notes.get(i).filter(|n| !n.is_empty()) {
             lines.push(format!("  # then: {note}"));
         }
@@ -156,8 +156,13 @@ pub struct Plan {
     pub body: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sketches: Vec<SketchPlan>,
-    /// One command of the language other than `sketch`, lengths in model units.
+    /// One command of the language other than `sketch`, lengths in model units; or a
+    /// revision (`op` `revise`) of an accepted command.
     pub command: Value,
+    /// Set by [`interpret`] when the command is a revision: which command it revises and
+    /// what it changes.
+    #[serde(skip)]
+    pub revision: Option<crate::revise::Revision>,
 }
 
 /// A new sketch and the plane it lies on.
@@ -170,6 +175,9 @@ pub struct SketchPlan {
 impl Plan {
     /// One line for prompts and reports: `extrude (add) of S3 on F6`.
     pub fn describe(&self) -> String {
+        if let Some(r) = &self.revision {
+            return r.describe(self.command["command"]["op"].as_str().unwrap_or("?"));
+        }
         let op = self.command["op"].as_str().unwrap_or("?");
         let mode = self.command["mode"].as_str().map(|m| format!(" ({m})")).unwrap_or_default();
         let sketches: Vec<String> = self.sketches.iter().map(|s| format!("{} on {}", s.name, s.on)).collect();
@@ -269,6 +277,17 @@ pub fn interpret(
 ) -> Result<(Plan, Command), String> {
     if plan.command["op"] == "sketch" {
         return Err("a sketch is not a command of its own here: list it in `sketches` and use it in the command".into());
+    }
+    if plan.command["op"] == "revise" {
+        if !plan.sketches.is_empty() {
+            return Err("a revision draws no new sketches: leave `sketches` out (a sketch is revised by its own number)".into());
+        }
+        if plan.body.is_some() {
+            return Err("a revision changes a command where it is: leave `body` out".into());
+        }
+        let (command, revision) = crate::revise::check(&plan.command, history)?;
+        plan.revision = Some(revision);
+        return Ok((plan, command));
     }
     if plan.command["op"] == "body" {
         return Err(

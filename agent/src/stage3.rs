@@ -51,7 +51,8 @@ impl Engine<'_> {
             .value("before_summary", summary(state))
             .value("delta", delta(state, &preview.state))
             .value("overlap", overlap.map(|o| o.describe()).unwrap_or_default())
-            .flag("overlap", overlap.is_some());
+            .flag("overlap", overlap.is_some())
+            .flag("revision", plan.revision.is_some());
         let mut context = self.context(state);
         context.plan = Some(plan.clone());
         context.preview = Some(preview.state.clone());

@@ -742,3 +742,58 @@ fn the_report_opens_with_a_summary_and_reads_compactly() {
         .any(|t| t.split_once('.').is_some_and(|(_, frac)| frac.len() > 4 && frac.chars().all(|c| c.is_ascii_digit())));
     assert!(!noisy, "a number with more than 4 decimals in the report");
 }
+
+/// Stage 1 corrects an accepted pad's depth at its source: the document is rebuilt with the
+/// revised command and the fillet after it, the preview judged, and the program holds one
+/// pad of the new depth (no corrective cut). A revision that changes more than numbers is
+/// an invalid answer with the reason.
+#[test]
+fn a_revision_corrects_an_accepted_command_where_it_was_made() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = target_image(&example_path("box"), dir.path());
+    let accept = serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": []}});
+    let fillet = serde_json::json!({"stage": "stage1", "answer": {"reason": "round one edge",
+        "command": {"op": "fillet", "edges": ["E1"], "radius": 1}}});
+    let revise = |profile: &str, depth: f64| {
+        serde_json::json!({"stage": "stage1", "answer": {"reason": "the block is too thick",
+            "command": {"op": "revise", "number": 2, "command": {"op": "extrude", "profile": profile, "mode": "add",
+                "extent": {"type": "one_side", "depth": depth}}}}})
+    };
+    let end = serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}});
+    let script = dir.path().join("script.jsonl");
+    write_script(
+        &script,
+        &[box_plan(), box_sketch(), accept.clone(), fillet, accept.clone(), revise("S9", 6.0), revise("S1", 6.0), accept, end],
+    );
+    let out = dir.path().join("out");
+    let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let events = trace(&out);
+    let stage1: Vec<&Value> = events.iter().filter(|e| e["stage"] == "stage1").collect();
+    // The history is numbered for revisions.
+    assert!(stage1[2]["request"]["text"].as_str().expect("text").contains("[2] {\"op\":\"extrude\""));
+    let refused = stage1[2]["errors"][0].as_str().expect("the first revision is refused");
+    assert!(refused.contains("`profile` changed") && refused.contains("numbers of [2]"), "{refused}");
+    let stage3 = events.iter().filter(|e| e["stage"] == "stage3").last().expect("stage 3");
+    let text = stage3["request"]["text"].as_str().expect("text");
+    assert!(text.contains("revision of [2] extrude: extent.depth 10 -> 6"), "{text}");
+    assert!(text.contains("rebuilds the model on it"), "{text}");
+    let revised = events.iter().find(|e| e["event"] == "execute" && e["revises"] == 2).expect("a committed revision");
+    assert_eq!(revised["verified"], true);
+    let program: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+    let ops: Vec<&str> =
+        program["commands"].as_array().expect("commands").iter().filter_map(|c| c["op"].as_str()).collect();
+    assert_eq!(ops, ["sketch", "extrude", "fillet", "end"]);
+    assert_eq!(program["commands"][1]["extent"]["depth"], 6.0);
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("state.json")).expect("state")).expect("json");
+    assert!((state["bbox"]["max"][2].as_f64().expect("top") - 6.0).abs() < 1e-6, "{}", state["bbox"]);
+    let volume = state["volume"].as_f64().expect("volume");
+    // A 1 mm fillet along one edge (at most 30 mm long) removes under 7 mm3 of the 3600.
+    assert!(volume < 3600.0 && volume > 3600.0 - 7.0, "{volume}");
+    assert_eq!(outcome(&out)["steps"], 3, "a revision is a step");
+    // The program written is the model: replayed from scratch it gives the same solid.
+    let replayed = iou(&out.join("program.json"), &out.join("model.step"), "static").expect("iou");
+    assert!(replayed > 0.999, "{replayed}");
+}

@@ -30,6 +30,14 @@ pub enum Request {
         linear_deflection: f64,
         angular_deflection: f64,
     },
+    /// Keep a copy of the model's shape in the worker, for [`Request::PreviewHeld`].
+    Hold,
+    /// The document against the shape [`Request::Hold`] kept, as a [`crate::Preview`]: what
+    /// a revision (the document rebuilt with one command changed) adds and removes.
+    PreviewHeld {
+        linear_deflection: f64,
+        angular_deflection: f64,
+    },
     /// The frame a sketch on `on` would get.
     PlaneFrame {
         on: String,
@@ -102,6 +110,8 @@ impl Request {
             Request::Execute { .. } => "execute",
             Request::Preview { .. } => "preview",
             Request::PlaneFrame { .. } => "plane_frame",
+            Request::Hold => "hold",
+            Request::PreviewHeld { .. } => "preview_held",
             Request::Parameters => "parameters",
             Request::SetParameters { .. } => "set_parameters",
             Request::Load { .. } => "load",

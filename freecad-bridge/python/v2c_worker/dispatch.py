@@ -13,7 +13,7 @@ from v2c_worker.document import MODEL, OTHER, CommandFailed
 from v2c_worker.entities import state
 from v2c_worker.evaluation import boolean_volumes, compare_kept, intersect_kept, keep_shape, measure, mesh_shape
 from v2c_worker.files import load, save
-from v2c_worker.meshes import plane_frame, preview, tessellate
+from v2c_worker.meshes import hold, plane_frame, preview, preview_held, tessellate
 
 
 def init(user_home):
@@ -47,6 +47,8 @@ HANDLERS = {
     "execute": _execute,
     "preview": lambda req: preview(req["command"], req["linear_deflection"], req["angular_deflection"]),
     "plane_frame": lambda req: plane_frame(req["on"]),
+    "hold": lambda req: hold(),
+    "preview_held": lambda req: preview_held(req["linear_deflection"], req["angular_deflection"]),
     "parameters": lambda req: {"parameters": parameters()},
     "set_parameters": lambda req: set_parameters(req["values"]),
     "load": lambda req: load(req["path"]),

@@ -82,6 +82,37 @@ def preview(cmd, linear, angular):
         snapshot.restore()
 
 
+# The model's shape before a revision rebuilds the document (`hold`), for the revision's
+# preview (`preview_held`). A lost worker loses it: the preview then shows only the result.
+HELD = {}
+
+
+def hold():
+    """Keep a copy of the model's shape as it is now."""
+    shape = MODEL.shape()
+    HELD["before"] = shape.copy() if shape is not None and not shape.isNull() else None
+    return {}
+
+
+def preview_held(linear, angular):
+    """The document now against the shape `hold` kept: what a revision added and removed,
+    in the form of `preview` (no feature, no sketch curves)."""
+    after = MODEL.shape()
+    out = {"feature": None, "state": state(), "boolean_failed": "before" not in HELD, "sketch_curves": [], "plane_outline": []}
+    out["after"] = tessellate_shapes(MODEL.shapes(), linear, angular)
+    added = removed = None
+    before = HELD.pop("before", None)
+    if after is not None and not after.isNull() and not out["boolean_failed"]:
+        try:
+            added = after if before is None else after.cut(before)
+            removed = None if before is None else before.cut(after)
+        except Exception:
+            out["boolean_failed"] = True
+    out["added"] = tessellate_shape(added, linear, angular)
+    out["removed"] = tessellate_shape(removed, linear, angular)
+    return out
+
+
 def _plane_outline(frame, model):
     """A square of the new plane around the model's centre (projected onto the plane), about
     as wide as the model, and a stroke along its normal: what a plane preview draws."""

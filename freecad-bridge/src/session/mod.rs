@@ -354,6 +354,29 @@ impl Session {
         }
     }
 
+    /// Keep a copy of the model's shape in the worker: [`Session::preview_held`] later shows
+    /// what changed since. A revision holds the shape, rebuilds the document with one
+    /// command changed ([`Session::reset`], then [`Session::execute`] each command) and
+    /// previews the result against it.
+    pub fn hold(&mut self) -> Result<(), BridgeError> {
+        match self.call(Request::Hold, false)? {
+            Ok(_) => Ok(()),
+            Err(refusal) => Err(refusal.command("hold".into())),
+        }
+    }
+
+    /// The document as a [`Preview`] against the shape [`Session::hold`] kept: `added` and
+    /// `removed` are the material the document gained and lost since (with
+    /// `boolean_failed` when the kept shape was lost with its worker, or the booleans
+    /// failed). The kept shape is used up.
+    pub fn preview_held(&mut self, linear_deflection: f64) -> Result<Preview, BridgeError> {
+        let request = Request::PreviewHeld { linear_deflection, angular_deflection: 0.3 };
+        match self.call(request, false)? {
+            Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad preview: {e}"))),
+            Err(refusal) => Err(refusal.command("preview".into())),
+        }
+    }
+
     /// The local frame a sketch on `on` (`XY`, `F3`, `P1`) would get: the frame that
     /// sketch coordinates are in. The document is unchanged.
     pub fn plane_frame(&mut self, on: &str) -> Result<Frame, BridgeError> {
