@@ -45,8 +45,10 @@ impl Revision {
 /// Check a `revise` answer (`command` is Stage 1's `command` object) against the accepted
 /// commands: the revised command and what it changes.
 pub fn check(command: &Value, history: &[Command]) -> Result<(Command, Revision), String> {
-    let number = command.get("number").and_then(Value::as_u64).ok_or("a revision needs `number`, the [n] of the accepted command it revises")?
-        as usize;
+    let number = command
+        .get("number")
+        .and_then(Value::as_u64)
+        .ok_or("a revision needs `number`, the [n] of the accepted command it revises")? as usize;
     if history.is_empty() {
         return Err("there is no accepted command to revise yet".into());
     }
@@ -56,7 +58,8 @@ pub fn check(command: &Value, history: &[Command]) -> Result<(Command, Revision)
     if matches!(old, Command::Body(_) | Command::End) {
         return Err(format!("[{number}] ({}) has no numbers to revise", old.op()));
     }
-    let new_value = command.get("command").ok_or("a revision needs `command`: the accepted command with its numbers changed")?;
+    let new_value =
+        command.get("command").ok_or("a revision needs `command`: the accepted command with its numbers changed")?;
     let new: Command =
         serde_json::from_value(new_value.clone()).map_err(|e| format!("the revised command does not parse: {e}"))?;
     // Both as the language writes them, so a default spelled out (`"reversed": false`)
@@ -64,8 +67,9 @@ pub fn check(command: &Value, history: &[Command]) -> Result<(Command, Revision)
     let as_json = |c: &Command| serde_json::to_value(c).unwrap_or(Value::Null);
     let mut new_value = as_json(&new);
     let mut changes = Vec::new();
-    compare(&as_json(old), &mut new_value, "", &mut changes)
-        .map_err(|e| format!("{e}: a revision changes only the numbers of [{number}]; anything else is a new command"))?;
+    compare(&as_json(old), &mut new_value, "", &mut changes).map_err(|e| {
+        format!("{e}: a revision changes only the numbers of [{number}]; anything else is a new command")
+    })?;
     if changes.is_empty() {
         return Err(format!("the revised command is [{number}] unchanged: change at least one of its numbers"));
     }
@@ -127,7 +131,10 @@ fn compare(old: &Value, new: &mut Value, path: &str, changes: &mut Vec<String>) 
             if a.len() != b.len() {
                 return Err(format!("`{path}` has {} items where it had {}", b.len(), a.len()));
             }
-            a.iter().zip(b.iter_mut()).enumerate().try_for_each(|(i, (x, y))| compare(x, y, &format!("{path}[{i}]"), changes))
+            a.iter()
+                .zip(b.iter_mut())
+                .enumerate()
+                .try_for_each(|(i, (x, y))| compare(x, y, &format!("{path}[{i}]"), changes))
         }
         (Value::Bool(a), Value::Bool(b)) if a != b => {
             let (a, b) = (*a, *b);
@@ -284,8 +291,11 @@ mod tests {
 
     #[test]
     fn a_revision_lists_the_numbers_it_changes() {
-        let (_, r) = revise(2, serde_json::json!({"op": "extrude", "profile": "S1", "mode": "add",
-            "extent": {"type": "one_side", "depth": 6}, "reversed": true}))
+        let (_, r) = revise(
+            2,
+            serde_json::json!({"op": "extrude", "profile": "S1", "mode": "add",
+            "extent": {"type": "one_side", "depth": 6}, "reversed": true}),
+        )
         .expect("valid");
         assert_eq!(r.changes, ["extent.depth 10 -> 6", "reversed false -> true"]);
         assert_eq!(r.describe("extrude"), "revision of [2] extrude: extent.depth 10 -> 6, reversed false -> true");
@@ -293,8 +303,11 @@ mod tests {
 
     #[test]
     fn a_number_copied_as_the_history_rounds_it_is_unchanged() {
-        let (command, r) = revise(1, serde_json::json!({"op": "sketch", "name": "S1", "on": "XY",
-            "primitives": [{"type": "circle", "center": [1.2346, 0], "radius": 6}]}))
+        let (command, r) = revise(
+            1,
+            serde_json::json!({"op": "sketch", "name": "S1", "on": "XY",
+            "primitives": [{"type": "circle", "center": [1.2346, 0], "radius": 6}]}),
+        )
         .expect("valid");
         assert_eq!(r.changes, ["primitives[0].radius 5 -> 6"]);
         let Command::Sketch(s) = command else { panic!("a sketch") };
@@ -311,8 +324,11 @@ mod tests {
         assert!(err.contains("unchanged"), "{err}");
         let err = revise(4, serde_json::json!({"op": "end"})).expect_err("no [4]");
         assert!(err.contains("they are [1]..[3]"), "{err}");
-        let err = revise(2, serde_json::json!({"op": "extrude", "profile": "S1", "mode": "add",
-            "extent": {"type": "through_all"}}))
+        let err = revise(
+            2,
+            serde_json::json!({"op": "extrude", "profile": "S1", "mode": "add",
+            "extent": {"type": "through_all"}}),
+        )
         .expect_err("another extent");
         assert!(err.contains("a revision changes only the numbers of [2]"), "{err}");
     }

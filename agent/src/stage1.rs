@@ -280,7 +280,9 @@ pub fn interpret(
     }
     if plan.command["op"] == "revise" {
         if !plan.sketches.is_empty() {
-            return Err("a revision draws no new sketches: leave `sketches` out (a sketch is revised by its own number)".into());
+            return Err(
+                "a revision draws no new sketches: leave `sketches` out (a sketch is revised by its own number)".into(),
+            );
         }
         if plan.body.is_some() {
             return Err("a revision changes a command where it is: leave `body` out".into());

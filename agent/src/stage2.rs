@@ -7,7 +7,7 @@ use freecad_bridge::command::{Constraint, Primitive, Sketch};
 use freecad_bridge::{ModelState, Session};
 use serde::Deserialize;
 use serde_json::Value;
-use views::{SketchMeta, Window};
+use views::{SketchMeta, Window, axis_name};
 
 use crate::config::Config;
 use crate::engine::{Asked, Engine, Turn, kernel};
@@ -53,6 +53,10 @@ impl Engine<'_> {
             let center = meta.view_to_pixel([0.5, 0.5]);
             register::draw_sphere(&mut view.image, [center.0, center.1], meta.grid[2] / 2.0);
         }
+        // Where the grid lies in the part, seen as the target is: a face-on grid alone does
+        // not say which face it is or which way it is turned.
+        let inset = views::plane_inset(&scene, &meta, &self.options(), self.config.view_size / 2);
+        view.image = views::append_panel(&view.image, &inset, "the grid's square in the model");
         let image =
             self.save(&view.image, &format!("step{:02}_try{}_{}_sketch.png", turn.step, turn.attempt, sp.name))?;
         self.timing.render += start.elapsed().as_secs_f64();
@@ -100,23 +104,6 @@ impl Engine<'_> {
             Asked::Backend(reason) => Asked::Backend(reason),
         })
     }
-}
-
-/// A model direction for a prompt: `+X` along an axis, else its components.
-fn axis_name(v: [f64; 3]) -> String {
-    let n = v.iter().map(|x| x * x).sum::<f64>().sqrt();
-    if n == 0.0 {
-        return "(0, 0, 0)".into();
-    }
-    let u = v.map(|x| x / n);
-    for (i, name) in ["X", "Y", "Z"].iter().enumerate() {
-        for sign in [1.0, -1.0] {
-            if (0..3).all(|k| (u[k] - if k == i { sign } else { 0.0 }).abs() < 1e-6) {
-                return format!("{}{name}", if sign > 0.0 { "+" } else { "-" });
-            }
-        }
-    }
-    format!("({:.3}, {:.3}, {:.3})", u[0], u[1], u[2])
 }
 
 /// How a model point maps to view coordinates, as formulas a model can apply by hand:

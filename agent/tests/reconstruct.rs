@@ -763,7 +763,17 @@ fn a_revision_corrects_an_accepted_command_where_it_was_made() {
     let script = dir.path().join("script.jsonl");
     write_script(
         &script,
-        &[box_plan(), box_sketch(), accept.clone(), fillet, accept.clone(), revise("S9", 6.0), revise("S1", 6.0), accept, end],
+        &[
+            box_plan(),
+            box_sketch(),
+            accept.clone(),
+            fillet,
+            accept.clone(),
+            revise("S9", 6.0),
+            revise("S1", 6.0),
+            accept,
+            end,
+        ],
     );
     let out = dir.path().join("out");
     let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);

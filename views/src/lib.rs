@@ -41,8 +41,8 @@ pub use raster::{IdBuffers, Style};
 pub use scene::{Material, NO_ENTITY, Scene};
 pub use view::{
     LabelKinds, LabelMeta, MIN_EDGE_PIXELS, Meta, Options, Overlap, PREVIEW_FILL, ProjectedEdge, SEAM, SketchMeta,
-    TAGGED_FILL, TARGET_FILL, Unlabelled, View, ViewToWorld, Window, append_panel, best_shift, draw_axes,
-    in_sketch_picture, preview, profile, silhouette_overlap, sketch, tagged, target,
+    TAGGED_FILL, TARGET_FILL, Unlabelled, View, ViewToWorld, Window, append_panel, axis_name, best_shift, draw_axes,
+    in_sketch_picture, plane_inset, preview, profile, silhouette_overlap, sketch, tagged, target,
 };
 
 /// A tessellation tolerance suited to a view of a part of this size (bounding diagonal).

@@ -686,8 +686,117 @@ fn draw_grid(image: &mut RgbImage, ids: &IdBuffers, meta: &SketchMeta) {
             draw::text_with_halo(image, gx - tw - 5.0, gy + t * g - th / 2.0 - 2.0, 10.0, Rgb([60, 80, 130]), &tick);
         }
     }
-    draw::text_with_halo(image, gx + g - 14.0, gy - 30.0, 10.0, Rgb([60, 80, 130]), "x");
-    draw::text_with_halo(image, gx - 30.0, gy + g - 10.0, 10.0, Rgb([60, 80, 130]), "y");
+    // Which model direction each grid axis runs along, where the axes are named.
+    let x_name = format!("x = {}", axis_name(meta.view_to_world.x_step));
+    let (xw, _) = draw::measure(&x_name, 11.0);
+    draw::text_with_halo(
+        image,
+        (gx + g - xw + 10.0).min(f64::from(image.width()) - xw - 4.0),
+        gy - 32.0,
+        11.0,
+        Rgb([60, 80, 130]),
+        &x_name,
+    );
+    draw::text_with_halo(
+        image,
+        gx - 40.0,
+        gy + g + 6.0,
+        11.0,
+        Rgb([60, 80, 130]),
+        &format!("y = {} (down)", axis_name(meta.view_to_world.y_step)),
+    );
+}
+
+/// A model direction in words: `+X` along an axis, else its unit components
+/// `(0.600, 0.800, 0.000)`.
+pub fn axis_name(v: [f64; 3]) -> String {
+    let n = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    if n == 0.0 {
+        return "(0, 0, 0)".into();
+    }
+    let u = v.map(|x| x / n);
+    for (i, name) in ["X", "Y", "Z"].iter().enumerate() {
+        for sign in [1.0, -1.0] {
+            if (0..3).all(|k| (u[k] - if k == i { sign } else { 0.0 }).abs() < 1e-6) {
+                return format!("{}{name}", if sign > 0.0 { "+" } else { "-" });
+            }
+        }
+    }
+    format!("({:.3}, {:.3}, {:.3})", u[0] + 0.0, u[1] + 0.0, u[2] + 0.0)
+}
+
+const INSET_PLANE: [f64; 3] = [245.0, 140.0, 30.0];
+
+/// Where a sketch view's grid lies in the model: the model seen from `opts.direction` (as
+/// the target and the tagged view show it) with the grid's square on the sketch plane
+/// filled translucent orange, its x edge (from view point (0,0) to (1,0)) and y edge
+/// (to (0,1)) drawn and named, and the model's axes. `size` pixels square.
+pub fn plane_inset(scene: &Scene, meta: &SketchMeta, opts: &Options, size: u32) -> RgbImage {
+    let corners: Vec<Point3<f64>> = [[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]
+        .iter()
+        .map(|v| Point3::from(meta.view_to_world(v[0], v[1])))
+        .collect();
+    // Frame the part and the square together.
+    let mut lo = Vector3::repeat(f64::INFINITY);
+    let mut hi = Vector3::repeat(f64::NEG_INFINITY);
+    for p in scene.positions.iter().chain(corners.iter()) {
+        lo = lo.inf(&p.coords);
+        hi = hi.sup(&p.coords);
+    }
+    let center = Point3::from((lo + hi) / 2.0);
+    let radius = ((hi - lo).norm() / 2.0).max(1e-6);
+    let camera = Camera::framing(center, radius, Vector3::from(opts.direction), false, size, size, 0.8);
+    let (mut image, _) = render(scene, &camera, &Style::tagged());
+    let pixels: Vec<(f64, f64)> = corners.iter().filter_map(|p| crate::raster::to_pixel(&camera, p)).collect();
+    if pixels.len() == 4 {
+        fill_polygon(&mut image, &pixels, INSET_PLANE, 0.35);
+        let dark = Rgb([170, 80, 10]);
+        for k in 0..4 {
+            draw::line(&mut image, pixels[k], pixels[(k + 1) % 4], dark);
+        }
+        for (end, name) in [(1, "x"), (3, "y")] {
+            let (a, b) = (pixels[0], pixels[end]);
+            for d in [-1.0, 0.0, 1.0] {
+                draw::line(&mut image, (a.0 + d, a.1), (b.0 + d, b.1), Rgb([150, 40, 150]));
+                draw::line(&mut image, (a.0, a.1 + d), (b.0, b.1 + d), Rgb([150, 40, 150]));
+            }
+            let along = (b.0 - a.0, b.1 - a.1);
+            let norm = along.0.hypot(along.1).max(1e-9);
+            let at = (b.0 + 9.0 * along.0 / norm - 4.0, b.1 + 9.0 * along.1 / norm - 7.0);
+            draw::text_with_halo(&mut image, at.0, at.1, 13.0, Rgb([150, 40, 150]), name);
+        }
+        draw::text_with_halo(&mut image, pixels[0].0 - 12.0, pixels[0].1 - 16.0, 10.0, Rgb([150, 40, 150]), "(0,0)");
+    }
+    let length = (f64::from(size) * 0.09).max(12.0);
+    draw_axes(&mut image, opts.direction, (length + 10.0, f64::from(size) - length - 10.0), length);
+    image
+}
+
+/// Blend `color` over the inside of a convex or simple polygon (pixel coordinates).
+fn fill_polygon(image: &mut RgbImage, polygon: &[(f64, f64)], color: [f64; 3], alpha: f64) {
+    let (w, h) = (image.width() as i64, image.height() as i64);
+    let y0 = polygon.iter().map(|p| p.1).fold(f64::INFINITY, f64::min).floor().max(0.0) as i64;
+    let y1 = polygon.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max).ceil().min(h as f64 - 1.0) as i64;
+    for y in y0..=y1 {
+        let yc = y as f64 + 0.5;
+        let mut xs: Vec<f64> = Vec::new();
+        for k in 0..polygon.len() {
+            let (a, b) = (polygon[k], polygon[(k + 1) % polygon.len()]);
+            if (a.1 <= yc) != (b.1 <= yc) {
+                xs.push(a.0 + (yc - a.1) / (b.1 - a.1) * (b.0 - a.0));
+            }
+        }
+        xs.sort_by(f64::total_cmp);
+        for pair in xs.chunks(2) {
+            let [from, to] = pair else { continue };
+            for x in (from.round().max(0.0) as i64)..(to.round().min(w as f64) as i64) {
+                let p = image.get_pixel_mut(x as u32, y as u32);
+                for c in 0..3 {
+                    p.0[c] = (f64::from(p.0[c]) * (1.0 - alpha) + color[c] * alpha).round() as u8;
+                }
+            }
+        }
+    }
 }
 
 // ------------------------------------------------------------------------------ preview

@@ -316,6 +316,32 @@ fn sketch_views_on_inclined_planes_use_the_sketch_frame() {
     assert!((v[0] - 0.25).abs() < 1e-9 && (v[1] - 0.75).abs() < 1e-9, "{v:?}");
 }
 
+/// The inset beside a sketch view shows where the grid lies: its square is drawn where the
+/// isometric camera sees the plane, over the part's face the sketch goes on.
+#[test]
+fn the_plane_inset_shows_the_grid_square_where_the_plane_is() {
+    let mut s = session();
+    let scene = build(&mut s, "plate_counterbore");
+    let frame = s.plane_frame("F5").expect("frame of the top face");
+    let opts = Options::default();
+    let view = views::sketch(&scene, s.state(), &frame, None, &opts);
+    let meta = view.meta.sketch.clone().expect("sketch metadata");
+    let inset = views::plane_inset(&scene, &meta, &opts, 250);
+    assert_eq!(inset.dimensions(), (250, 250));
+    let orange = |p: &image::Rgb<u8>| i32::from(p.0[0]) - i32::from(p.0[2]) > 60 && p.0[0] > 180;
+    let tinted = inset.pixels().filter(|p| orange(p)).count();
+    assert!(tinted > 250 * 250 / 10, "the square covers a good part of the inset: {tinted} px");
+    // The top face's grid: x along +X, y (down) along -Y; the square around the part's middle.
+    let names = (views::axis_name(meta.view_to_world.x_step), views::axis_name(meta.view_to_world.y_step));
+    assert_eq!(names, ("+X".to_string(), "-Y".to_string()), "the top face's grid: x along +X, y down along -Y");
+    let (w, h) = (inset.width() as usize, inset.height() as usize);
+    let centre_tinted = (w / 3..2 * w / 3)
+        .flat_map(|x| (h / 3..2 * h / 3).map(move |y| (x, y)))
+        .filter(|&(x, y)| orange(inset.get_pixel(x as u32, y as u32)))
+        .count();
+    assert!(centre_tinted > 0, "the square is around the part's middle");
+}
+
 #[test]
 fn previews_show_added_and_removed_material_and_change_nothing() {
     let mut s = session();
