@@ -50,7 +50,7 @@ impl Engine<'_> {
             .value("preview_summary", summary(&preview.state))
             .value("before_summary", summary(state))
             .value("delta", delta(state, &preview.state))
-            .value("overlap", overlap.map(|o| o.describe()).unwrap_or_default())
+            .value("overlap", overlap.map(|o| o.describe(self.circle_px() / self.sphere.radius)).unwrap_or_default())
             .flag("overlap", overlap.is_some())
             .flag("revision", plan.revision.is_some());
         let mut context = self.context(state);
