@@ -154,7 +154,7 @@ impl Reconstruction {
     }
 
     /// Reconstruct the part in `image` into `out` (created if missing): `model.FCStd`,
-    /// `model.step`, `state.json`, `program.json`, `trace.jsonl`, `views/`, `report.html`,
+    /// `model.step`, `model.glb`, `state.json`, `program.json`, `trace.jsonl`, `views/`, `report.html`,
     /// `outcome.json`.
     ///
     /// The document reached is written however the loop ends; an `Err` means the run

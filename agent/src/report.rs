@@ -40,8 +40,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), LoopError> {
     Ok(())
 }
 
-/// `model.FCStd`, `model.step` (when there is a solid) and `state.json`, each written under
-/// a temporary name and renamed, so a reader never sees half a file.
+/// `model.FCStd`, `model.step` and `model.glb` (when there is a solid) and `state.json`,
+/// each written under a temporary name and renamed, so a reader never sees half a file.
 pub fn write_model(session: &mut Session, dir: &Path) -> Result<(), LoopError> {
     let fcstd = dir.join("model.FCStd");
     let step = dir.join("model.step");
@@ -50,11 +50,20 @@ pub fn write_model(session: &mut Session, dir: &Path) -> Result<(), LoopError> {
     let has_solid = !session.state().empty;
     session.save(Some(&tmp_fcstd), has_solid.then_some(tmp_step.as_path()))?;
     std::fs::rename(&tmp_fcstd, &fcstd).map_err(|e| io_error(&fcstd, e))?;
+    let glb = dir.join("model.glb");
     if has_solid {
         std::fs::rename(&tmp_step, &step).map_err(|e| io_error(&step, e))?;
-    } else if step.exists() {
-        // A STEP from an earlier run would contradict this document.
-        std::fs::remove_file(&step).map_err(|e| io_error(&step, e))?;
+        // For the report's 3D view and any glTF viewer.
+        let diagonal = session.state().bbox.map_or(100.0, |b| b.diagonal());
+        let tessellation = session.tessellate(views::deflection_for(diagonal), 0.3)?;
+        write_atomic(&glb, &views::glb(&tessellation))?;
+    } else {
+        // Files from an earlier run would contradict this document.
+        for stale in [&step, &glb] {
+            if stale.exists() {
+                std::fs::remove_file(stale).map_err(|e| io_error(stale, e))?;
+            }
+        }
     }
     write_json(&dir.join("state.json"), session.state())
 }
@@ -259,7 +268,18 @@ fn summary(h: &mut String, dir: &Path, events: &[TraceEvent]) {
             h.push_str("<p class=\"bad\">The run has not ended (or was interrupted): the steps so far are below.</p>")
         }
     }
-    let links: Vec<String> = ["model.FCStd", "model.step", "program.json", "trace.jsonl"]
+    if let Ok(glb) = std::fs::read(dir.join("model.glb")) {
+        // The model embedded in the page, so the view works offline and from file://.
+        let _ = write!(
+            h,
+            "<figure><canvas id=\"model3d\" width=\"500\" height=\"400\" style=\"width:500px;height:400px;border:1px solid #ccc;cursor:grab\"></canvas>\
+             <figcaption id=\"model3d-note\">the model in 3D: drag to turn, wheel to zoom, double-click to reset</figcaption></figure>\
+             <script type=\"application/octet-stream\" id=\"model3d-glb\">{}</script><script>{}</script>",
+            base64::engine::general_purpose::STANDARD.encode(glb),
+            include_str!("viewer.js")
+        );
+    }
+    let links: Vec<String> = ["model.FCStd", "model.step", "model.glb", "program.json", "trace.jsonl"]
         .iter()
         .filter(|f| dir.join(f).is_file())
         .map(|f| format!("<a href=\"{f}\">{f}</a>"))

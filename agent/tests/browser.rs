@@ -36,8 +36,16 @@ fn open(page: &Path, screenshot: Option<&Path>) -> (String, Vec<String>) {
     let profile = tempfile::tempdir().expect("profile dir");
     let url = format!("file://{}", page.canonicalize().expect("page exists").display());
     let mut cmd = Command::new(chromium());
-    cmd.args(["--headless=new", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0"])
-        .arg(format!("--user-data-dir={}", profile.path().display()));
+    // Software WebGL (SwiftShader) for the report's 3D view.
+    cmd.args([
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--enable-unsafe-swiftshader",
+        "--enable-logging=stderr",
+        "--v=0",
+    ])
+    .arg(format!("--user-data-dir={}", profile.path().display()));
     match screenshot {
         Some(png) => {
             cmd.args(["--window-size=1280,1400", "--hide-scrollbars"]).arg(format!("--screenshot={}", png.display()))
@@ -81,7 +89,8 @@ fn reports_and_indexes_open_in_a_browser_with_every_link_and_no_script_error() {
         "--out",
         out.to_str().expect("utf-8"),
     ]);
-    check(&out.join("report.html"), &["model.FCStd", "<img"], "report.png");
+    // The 3D view drew the embedded model (its script marks the canvas when it has).
+    check(&out.join("report.html"), &["model.FCStd", "model.glb", "<img", "data-ready=\"1\""], "report.png");
 
     let data = generated_test_split(dir.path(), 2, 8);
     let sweep = dir.path().join("sweep");

@@ -31,12 +31,14 @@
 
 pub mod camera;
 mod draw;
+pub mod glb;
 pub mod labels;
 pub mod raster;
 pub mod scene;
 mod view;
 
 pub use camera::{Camera, ISOMETRIC, Projection, axes_on_screen};
+pub use glb::glb;
 pub use raster::{IdBuffers, Style};
 pub use scene::{Material, NO_ENTITY, Scene};
 pub use view::{

@@ -22,7 +22,7 @@ pub fn open_model(session: &mut Session, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// model.FCStd, model.step (when there is a solid) and state.json, written atomically (the
+/// model.FCStd, model.step and model.glb (when there is a solid) and state.json, written atomically (the
 /// same writer `reconstruct` uses).
 pub fn write_outputs(session: &mut Session, dir: &Path) -> Result<()> {
     Ok(vision2cad::report::write_model(session, dir)?)

@@ -36,7 +36,7 @@ pub struct Cli {
 pub enum Cmd {
     /// Reconstruct a part from one image with the three-stage loop.
     ///
-    /// Writes DIR/model.FCStd, model.step, program.json (the accepted commands, runnable
+    /// Writes DIR/model.FCStd, model.step, model.glb, program.json (the accepted commands, runnable
     /// with `exec` and `eval`), trace.jsonl, views/ and report.html. The document reached is
     /// written however the loop ends; exit 1 when it stopped on a failure.
     Reconstruct(Box<reconstruct::ReconstructArgs>),

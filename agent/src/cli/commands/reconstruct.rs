@@ -162,7 +162,7 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
     let u = &outcome.usage;
     let cost = u.cost.map(|c| format!(", cost {c:.4}")).unwrap_or_default();
     eprintln!(
-        "{}: {} steps, {}; {} model calls ({} tokens in, {} out{cost}), {} rejections, {} failed candidates, {} unverified commits; harness {:.2} s, model {:.2} s; wrote {}/{{model.FCStd, model.step, program.json, trace.jsonl, report.html}}",
+        "{}: {} steps, {}; {} model calls ({} tokens in, {} out{cost}), {} rejections, {} failed candidates, {} unverified commits; harness {:.2} s, model {:.2} s; wrote {}/{{model.FCStd, model.step, model.glb, program.json, trace.jsonl, report.html}}",
         args.image.display(),
         outcome.steps,
         outcome.stop,
