@@ -152,6 +152,7 @@ fn tied_points(constraints: &[Constraint]) -> Vec<PointRef> {
             {
                 out.push(*point)
             }
+            Constraint::Midpoint { point, a, b } if external_point(a) || external_point(b) => out.push(*point),
             Constraint::Concentric { a: CurveRef::Own(i), b }
             | Constraint::Concentric { a: b, b: CurveRef::Own(i) }
                 if external_curve(b) =>

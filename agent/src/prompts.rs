@@ -228,6 +228,12 @@ mod tests {
         let to_edge =
             serde_json::json!([{"type": "distance_to_line", "point": "g0.start", "line": "E4", "value": 0.1}]);
         assert!(p.validate(Stage::Stage2, &answer(to_edge)).is_ok());
+        let middle = serde_json::json!([{"type": "midpoint", "point": "g0.start", "a": "V1", "b": "V3"}]);
+        assert!(p.validate(Stage::Stage2, &answer(middle)).is_ok());
+        let errors = p
+            .validate(Stage::Stage2, &answer(serde_json::json!([{"type": "midpoint", "point": "g0.start", "a": "V1"}])))
+            .expect_err("a midpoint needs both ends");
+        assert!(errors.join("\n").contains("\"b\" is a required property"), "{errors:?}");
         // The key a model guesses for a line constraint: refused by the schema itself, with
         // the key named.
         let errors = p

@@ -91,6 +91,7 @@ impl Command {
                         Constraint::Coincident { a, b } | Constraint::Distance { a, b, .. } => (vec![], vec![*a, *b]),
                         Constraint::PointOnObject { point, object } => (vec![*object], vec![*point]),
                         Constraint::DistanceToLine { point, line, .. } => (vec![*line], vec![*point]),
+                        Constraint::Midpoint { point, a, b } => (vec![], vec![*point, *a, *b]),
                         Constraint::Concentric { a, b }
                         | Constraint::Equal { a, b }
                         | Constraint::Tangent { a, b }
@@ -261,6 +262,14 @@ pub enum Constraint {
         point: PointRef,
         line: CurveRef,
         value: f64,
+    },
+    /// `point` lies midway between `a` and `b` (Sketcher's symmetric constraint about a
+    /// point): a hole at the middle of a face, between two of its corners, stays there when
+    /// the face grows.
+    Midpoint {
+        point: PointRef,
+        a: PointRef,
+        b: PointRef,
     },
     /// Length of a line.
     Length {

@@ -551,6 +551,12 @@ fn lower_sketch(s: &Sketch, state: &ModelState) -> Result<Value, Invalid> {
                 let (g, pos) = cx.point(*point)?;
                 constraint_json("Distance", vec![g, pos.into(), geo_arg(cx.line(*line)?), (*v).into()], label)
             }
+            Constraint::Midpoint { point, a, b } => {
+                let (ga, pa) = cx.point(*a)?;
+                let (gb, pb) = cx.point(*b)?;
+                let (gp, pp) = cx.point(*point)?;
+                constraint_json("Symmetric", vec![ga, pa.into(), gb, pb.into(), gp, pp.into()], label)
+            }
             Constraint::Length { line, value: v } => {
                 value("value", *v)?;
                 constraint_json("Distance", vec![geo_arg(cx.line(*line)?), (*v).into()], label)

@@ -393,3 +393,32 @@ fn a_hole_placed_by_its_distance_to_an_edge_keeps_that_distance_after_the_edit()
     s.scale_extrusions(1.1).expect("edit");
     assert_close(hole_height(&s), 8.0, "still 3 below the top edge");
 }
+
+#[test]
+fn a_hole_placed_midway_between_two_corners_is_cut_at_their_middle() {
+    // A 20 x 10 x 10 block; a hole drawn off-centre at (8, 4) on XY, held midway between two
+    // diagonal corners of the top face (projected onto the plane): it is cut at (10, 5).
+    let mut s = session();
+    let block = freecad_bridge::testing::program(
+        r#"{"commands": [
+        {"op":"sketch","name":"S1","on":"XY","primitives":[{"type":"line","start":[0,0],"end":[20,0]},{"type":"line","start":[20,0],"end":[20,10]},{"type":"line","start":[20,10],"end":[0,10]},{"type":"line","start":[0,10],"end":[0,0]}]},
+        {"op":"extrude","profile":"S1","mode":"add","extent":{"type":"one_side","depth":10}}
+    ]}"#,
+    );
+    s.execute_program(&block).expect("block");
+    let corner = |p: [f64; 3]| {
+        s.state().vertices.iter().find(|v| v.point == p).map(|v| v.id.clone()).expect("a corner of the top face")
+    };
+    let (a, b) = (corner([0.0, 0.0, 10.0]), corner([20.0, 10.0, 10.0]));
+    let hole = freecad_bridge::testing::program(&format!(
+        r#"{{"commands": [
+        {{"op":"sketch","name":"S2","on":"XY","primitives":[{{"type":"circle","center":[8,4],"radius":1}}],
+         "constraints":[{{"type":"midpoint","point":"g0.center","a":"{a}","b":"{b}"}}]}},
+        {{"op":"extrude","profile":"S2","mode":"cut","extent":{{"type":"through_all","symmetric":true}}}}
+    ]}}"#
+    ));
+    s.execute_program(&hole).expect("hole");
+    let axis = s.state().faces.iter().find(|f| f.radius == Some(1.0)).and_then(|f| f.center).expect("the hole");
+    assert_close(axis[0], 10.0, "x midway");
+    assert_close(axis[1], 5.0, "y midway");
+}
