@@ -643,7 +643,7 @@ impl Engine<'_> {
         for attempt in 1..=attempts {
             let verify = !self.config.ablations.no_evf && rejections < self.config.max_rejections;
             let turn = Turn { step, attempt, verify };
-            match self.attempt(vlm, session, turn, tagged.as_deref(), &feedback)? {
+            match self.attempt(vlm, session, turn, &tagged, &feedback)? {
                 Attempt::Accepted => return Ok(StepEnd::Accepted),
                 Attempt::Ended => return Ok(StepEnd::Ended),
                 Attempt::Failed(reason) => return Ok(StepEnd::Failed(format!("step {step}: {reason}"))),
@@ -666,7 +666,7 @@ impl Engine<'_> {
         vlm: &mut dyn Vlm,
         session: &mut Session,
         turn: Turn,
-        tagged: Option<&Path>,
+        tagged: &[PathBuf],
         feedback: &[String],
     ) -> Result<Attempt, LoopError> {
         let state = session.state().clone();

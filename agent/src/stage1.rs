@@ -3,7 +3,7 @@
 //! tagged view of the current model (with S_t), the entity table, the accepted commands,
 //! retrieved examples and why earlier attempts at the step failed.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use freecad_bridge::command::EntityId;
@@ -19,20 +19,41 @@ use crate::vlm::{Stage, Vlm};
 use crate::{rag, register, selectors};
 
 impl Engine<'_> {
-    /// The tagged view of the current model (none while it is empty), with S_t drawn.
-    pub(crate) fn tagged(&mut self, session: &mut Session, step: usize) -> Result<Option<PathBuf>, LoopError> {
+    /// The tagged views of the current model (none while it is empty), with S_t drawn: one
+    /// with every visible edge and face labelled, or, when that is crowded (more than
+    /// [`CROWDED_LABELS`] labels, or some left out for want of room), one for the edges and
+    /// one for the faces.
+    pub(crate) fn tagged(&mut self, session: &mut Session, step: usize) -> Result<Vec<PathBuf>, LoopError> {
         if session.state().empty {
-            return Ok(None);
+            return Ok(Vec::new());
         }
         let scene = self.scene(session)?;
         let start = Instant::now();
-        let mut view = views::tagged(&scene, session.state(), &self.options());
-        if !self.config.ablations.no_reg {
-            register::draw_sphere_on(&mut view, self.sphere);
+        let opts = self.options();
+        let state = session.state();
+        let both = views::tagged(&scene, state, &opts);
+        let crowded =
+            both.meta.labels.len() > CROWDED_LABELS || both.meta.unlabelled.iter().any(|u| u.reason == views::NO_ROOM);
+        let mut drawn = vec![(both, format!("step{step:02}_tagged.png"))];
+        if crowded && opts.labels.edges && opts.labels.faces {
+            let only = |edges: bool| {
+                let labels = views::LabelKinds { edges, faces: !edges, ..opts.labels };
+                views::tagged(&scene, state, &views::Options { labels, ..opts.clone() })
+            };
+            drawn = vec![
+                (only(true), format!("step{step:02}_tagged.png")),
+                (only(false), format!("step{step:02}_tagged_faces.png")),
+            ];
         }
-        let path = self.save(&view.image, &format!("step{step:02}_tagged.png"))?;
+        let mut paths = Vec::new();
+        for (mut view, name) in drawn {
+            if !self.config.ablations.no_reg {
+                register::draw_sphere_on(&mut view, self.sphere);
+            }
+            paths.push(self.save(&view.image, &name)?);
+        }
         self.timing.render += start.elapsed().as_secs_f64();
-        Ok(Some(path))
+        Ok(paths)
     }
 
     /// Stage 1: the next operation, checked against the model.
@@ -41,7 +62,7 @@ impl Engine<'_> {
         vlm: &mut dyn Vlm,
         state: &ModelState,
         turn: Turn,
-        tagged: Option<&Path>,
+        tagged: &[PathBuf],
         feedback: &[String],
     ) -> Result<Asked<(Plan, Command)>, LoopError> {
         let start = Instant::now();
@@ -64,12 +85,13 @@ impl Engine<'_> {
             .value("unverified_step", self.steps_done.to_string())
             .flag("unverified", self.unverified.last() == Some(&self.steps_done) && self.steps_done > 0)
             .flag("empty", state.empty)
+            .flag("split", tagged.len() > 1)
             .flag("fresh", self.history.is_empty())
             .value("bodies", state.bodies.iter().map(|b| b.id.as_str()).collect::<Vec<_>>().join(", "))
             .value("active_body", format!("B{}", state.active_body_number()))
             .flag("several_bodies", state.bodies.len() > 1);
         let mut images: Vec<PathBuf> =
-            std::iter::once(self.view_path("target.png")).chain(tagged.map(Path::to_path_buf)).collect();
+            std::iter::once(self.view_path("target.png")).chain(tagged.iter().cloned()).collect();
         let history = self.history.clone();
         let examples = match self.retriever.as_mut().map(|r| r.examples(state, &history)) {
             Some(Ok(examples)) => examples,
@@ -101,6 +123,9 @@ impl Engine<'_> {
         })
     }
 }
+
+/// More labels than this in one tagged view, and Stage 1 gets edges and faces in two views.
+pub const CROWDED_LABELS: usize = 36;
 
 /// Why earlier attempts at a step failed, one line each.
 pub(crate) fn feedback_text(feedback: &[String]) -> String {

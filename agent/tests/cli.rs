@@ -42,7 +42,11 @@ fn exec_writes_a_document_a_step_and_the_entity_table_that_reopen_identically() 
         .collect();
     let mut names = names;
     names.sort();
-    assert_eq!(names, ["model.FCStd", "model.step", "state.json"], "exactly the outputs, no partial files");
+    assert_eq!(
+        names,
+        ["model.FCStd", "model.glb", "model.step", "state.json"],
+        "exactly the outputs, no partial files"
+    );
 
     let state = read_json(&out.path().join("state.json"));
     assert_eq!(state["valid"], true);

@@ -784,7 +784,7 @@ fn a_revision_corrects_an_accepted_command_where_it_was_made() {
     assert!(stage1[2]["request"]["text"].as_str().expect("text").contains("[2] {\"op\":\"extrude\""));
     let refused = stage1[2]["errors"][0].as_str().expect("the first revision is refused");
     assert!(refused.contains("`profile` changed") && refused.contains("numbers of [2]"), "{refused}");
-    let stage3 = events.iter().filter(|e| e["stage"] == "stage3").last().expect("stage 3");
+    let stage3 = events.iter().rfind(|e| e["stage"] == "stage3").expect("stage 3");
     let text = stage3["request"]["text"].as_str().expect("text");
     assert!(text.contains("revision of [2] extrude: extent.depth 10 -> 6"), "{text}");
     assert!(text.contains("rebuilds the model on it"), "{text}");
@@ -806,4 +806,30 @@ fn a_revision_corrects_an_accepted_command_where_it_was_made() {
     // The program written is the model: replayed from scratch it gives the same solid.
     let replayed = iou(&out.join("program.json"), &out.join("model.step"), "static").expect("iou");
     assert!(replayed > 0.999, "{replayed}");
+}
+
+/// A busy model (test100 00531511: a plate with a hole, a recess with a pin and three
+/// slots) has too many entities to label in one picture: Stage 1 then gets its edges and its
+/// faces in two tagged views, and says so; a plain model keeps one view.
+#[test]
+fn a_crowded_model_is_tagged_in_two_views() {
+    let Some((root, records)) = test100() else { return };
+    let record = records.iter().find(|r| r["image"] == "00531511_0.png").expect("test100 holds 00531511");
+    let mut session = common::session();
+    let imported = gerd::import::import_cadquery(record["ground_truth"].as_str().expect("code"), &mut session)
+        .expect("00531511 imports");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (pred, _) = rebuild_test100(&root, record, &imported.program, dir.path());
+    let events = trace(pred.parent().expect("out"));
+    let stage1: Vec<&Value> = events.iter().filter(|e| e["stage"] == "stage1").collect();
+    let images = |e: &Value| e["request"]["images"].as_array().map_or(0, Vec::len);
+    let text = |e: &Value| e["request"]["text"].as_str().unwrap_or("").to_string();
+    assert_eq!(images(stage1[1]), 2, "the plate alone: one tagged view");
+    assert!(!text(stage1[1]).contains("too many entities"));
+    let last = stage1.last().expect("stage 1 calls");
+    assert_eq!(images(last), 3, "the finished part: edges and faces apart");
+    assert!(text(last).contains("image 3 is the same\nview with a label on every visible face"), "{}", text(last));
+    let names: Vec<&str> =
+        last["request"]["images"].as_array().expect("images").iter().filter_map(Value::as_str).collect();
+    assert!(names[2].ends_with("_tagged_faces.png"), "{names:?}");
 }

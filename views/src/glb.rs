@@ -32,7 +32,7 @@ pub fn glb(t: &Tessellation) -> Vec<u8> {
     let mut push = |bytes: Vec<u8>, target: u32| {
         let offset = bin.len();
         bin.extend(&bytes);
-        while bin.len() % 4 != 0 {
+        while !bin.len().is_multiple_of(4) {
             bin.push(0);
         }
         views.push(json!({"buffer": 0, "byteOffset": offset, "byteLength": bytes.len(), "target": target}));
@@ -85,7 +85,7 @@ pub fn glb(t: &Tessellation) -> Vec<u8> {
         "buffers": [{"byteLength": bin.len()}],
     });
     let mut json_chunk = document.to_string().into_bytes();
-    while json_chunk.len() % 4 != 0 {
+    while !json_chunk.len().is_multiple_of(4) {
         json_chunk.push(b' ');
     }
     let total = 12 + 8 + json_chunk.len() + 8 + bin.len();
@@ -155,16 +155,17 @@ mod tests {
         };
         let bytes = glb(&t);
         assert_eq!(&bytes[0..4], b"glTF");
-        assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize, bytes.len());
-        let json_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+        let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
+        assert_eq!(word(8), bytes.len());
+        let json_len = word(12);
         assert_eq!(&bytes[16..20], b"JSON");
         let doc: serde_json::Value = serde_json::from_slice(&bytes[20..20 + json_len]).expect("json");
         assert_eq!(doc["accessors"][0]["max"], json!([0.01f32, 0.01f32, 0.0]));
         assert_eq!(doc["meshes"][0]["primitives"].as_array().map(Vec::len), Some(2), "faces and edges");
         let bin_at = 20 + json_len;
         assert_eq!(&bytes[bin_at + 4..bin_at + 8], b"BIN\0");
-        let normal_at = bin_at + 8 + doc["bufferViews"][1]["byteOffset"].as_u64().unwrap() as usize;
-        let z = f32::from_le_bytes(bytes[normal_at + 8..normal_at + 12].try_into().unwrap());
+        let normal_at = bin_at + 8 + doc["bufferViews"][1]["byteOffset"].as_u64().expect("offset") as usize;
+        let z = f32::from_le_bytes(bytes[normal_at + 8..normal_at + 12].try_into().expect("4 bytes"));
         assert_eq!(z, 1.0, "the triangle faces +Z");
     }
 }

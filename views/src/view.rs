@@ -146,6 +146,9 @@ fn meta(image: &RgbImage, camera: Camera, labels: Vec<LabelMeta>, unlabelled: Ve
     Meta { width: image.width(), height: image.height(), camera, labels, unlabelled, sketch: None }
 }
 
+/// Why an entity got no label: every slot around the picture was taken.
+pub const NO_ROOM: &str = "no room";
+
 const EDGE_COLOR: Rgb<u8> = Rgb([196, 38, 38]);
 const FACE_COLOR: Rgb<u8> = Rgb([32, 92, 200]);
 const VERTEX_COLOR: Rgb<u8> = Rgb([22, 140, 64]);
@@ -203,7 +206,7 @@ fn place_labels(
     for p in &placed {
         draw::label_box(image, p, px, color_of(&p.id));
     }
-    unlabelled.extend(no_room.into_iter().map(|id| Unlabelled { id, reason: "no room".into() }));
+    unlabelled.extend(no_room.into_iter().map(|id| Unlabelled { id, reason: NO_ROOM.into() }));
     unlabelled.sort_by_key(|u| natural(&u.id));
     let mut metas: Vec<LabelMeta> = placed.iter().map(label_meta).collect();
     metas.sort_by_key(|m| natural(&m.id));
@@ -791,8 +794,8 @@ fn fill_polygon(image: &mut RgbImage, polygon: &[(f64, f64)], color: [f64; 3], a
             let [from, to] = pair else { continue };
             for x in (from.round().max(0.0) as i64)..(to.round().min(w as f64) as i64) {
                 let p = image.get_pixel_mut(x as u32, y as u32);
-                for c in 0..3 {
-                    p.0[c] = (f64::from(p.0[c]) * (1.0 - alpha) + color[c] * alpha).round() as u8;
+                for (channel, over) in p.0.iter_mut().zip(color) {
+                    *channel = (f64::from(*channel) * (1.0 - alpha) + over * alpha).round() as u8;
                 }
             }
         }

@@ -63,8 +63,8 @@ pub enum Cmd {
     SimCalibrate(sim_calibrate::CalibrateArgs),
     /// Execute a program of the command language into a FreeCAD document.
     ///
-    /// Writes DIR/model.FCStd (opens in FreeCAD), DIR/model.step and DIR/state.json (the
-    /// final entity table). If a command fails, the document up to the last good command is
+    /// Writes DIR/model.FCStd (opens in FreeCAD), DIR/model.step, DIR/model.glb (glTF, for
+    /// 3D viewers) and DIR/state.json (the final entity table). If a command fails, the document up to the last good command is
     /// still written and the exit code is 1.
     Exec(exec::ExecArgs),
     /// Print the entity table of a model (STEP, FCStd or program JSON) as JSON.

@@ -180,7 +180,7 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
 }
 
 /// What a reconstruction (the loop's or the baseline's) writes in its folder.
-const WRITTEN: [&str; 9] = [
+const WRITTEN: [&str; 10] = [
     "views",
     "trace.jsonl",
     "outcome.json",
@@ -189,6 +189,7 @@ const WRITTEN: [&str; 9] = [
     "report.html",
     "model.FCStd",
     "model.step",
+    "model.glb",
     "model_script.py",
 ];
 
