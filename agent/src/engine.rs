@@ -189,6 +189,7 @@ impl Reconstruction {
             sinks: &mut self.sinks,
             framed_target: (!config.ablations.no_reg).then(|| framed_with_circle(&target, config.view_size)),
             framed_mask: (!config.ablations.no_reg).then(|| target.framed_mask(config.view_size, views::TAGGED_FILL)),
+            framed_lines: (!config.ablations.no_reg).then(|| target.framed_lines(config.view_size, views::TAGGED_FILL)),
             target,
             history: Vec::new(),
             history_notes: Vec::new(),
@@ -296,6 +297,9 @@ pub(crate) struct Engine<'a> {
     /// The target's silhouette at that framing (none under no-Reg): the overlap panel of
     /// Stage 3 compares the candidate's with it.
     pub framed_mask: Option<Vec<bool>>,
+    /// The target's drawn lines at that framing (none under no-Reg): Stage 3 lays the
+    /// candidate's edges over them.
+    pub framed_lines: Option<Vec<bool>>,
     trace: JsonlTrace,
     sinks: &'a mut Vec<Box<dyn Sink>>,
     pub history: Vec<Command>,

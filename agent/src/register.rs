@@ -48,6 +48,10 @@ pub struct Fit {
     pub shift_px: [i64; 2],
 }
 
+/// Darker than this (0-255) is a drawn line of the target: black edges stay under it after
+/// resampling, the darkest shaded faces of test100's renders (about 100) stay above.
+const LINE_LUMA: f64 = 75.0;
+
 impl Target {
     /// Find the part: pixels that differ from the border's colour.
     pub fn analyse(image: RgbImage, path: &str) -> Result<Target, RegisterError> {
@@ -132,6 +136,21 @@ impl Target {
             .map(|i| {
                 let (x, y) = (f64::from(i % size) + 0.5, f64::from(i / size) + 0.5);
                 self.is_part((x - half) / k + self.center_px[0], (y - half) / k + self.center_px[1])
+            })
+            .collect()
+    }
+
+    /// The target's drawn lines at the framing of [`Self::framed`]: its dark pixels on the
+    /// part (the edges a CAD render draws black; faces are lighter grey).
+    pub fn framed_lines(&self, size: u32, fill: f64) -> Vec<bool> {
+        let framed = self.framed(size, fill);
+        let mask = self.framed_mask(size, fill);
+        framed
+            .pixels()
+            .zip(mask)
+            .map(|(p, on_part)| {
+                let luma = 0.299 * f64::from(p.0[0]) + 0.587 * f64::from(p.0[1]) + 0.114 * f64::from(p.0[2]);
+                on_part && luma < LINE_LUMA
             })
             .collect()
     }

@@ -41,6 +41,17 @@ impl Engine<'_> {
             view.image = views::append_panel(&view.image, &panel, "silhouettes overlaid");
             overlap
         });
+        // The lines inside the outline: a wall's inner side, holes and slots on a face.
+        let lines = match (&overlap, &self.framed_lines, &self.framed_mask) {
+            (Some(o), Some(lines), Some(mask)) if lines.len() == view.ids.edge.len() => {
+                let (mut panel, counts) = views::line_overlap(&view.ids, lines, mask, o.shift_px);
+                let (half, radius) = (f64::from(panel.width()) / 2.0, crate::engine::circle_px(panel.width()));
+                register::draw_sphere(&mut panel, [half, half], radius);
+                view.image = views::append_panel(&view.image, &panel, "edges overlaid");
+                Some(counts)
+            }
+            _ => None,
+        };
         let image = self.save(&view.image, &format!("step{:02}_try{}_preview.png", turn.step, turn.attempt))?;
         self.timing.render += start.elapsed().as_secs_f64();
         let start = Instant::now();
@@ -52,6 +63,8 @@ impl Engine<'_> {
             .value("delta", delta(state, &preview.state))
             .value("overlap", overlap.map(|o| o.describe(self.circle_px() / self.sphere.radius)).unwrap_or_default())
             .flag("overlap", overlap.is_some())
+            .value("lines", lines.map(|l| l.describe()).unwrap_or_default())
+            .flag("lines", lines.is_some())
             .flag("revision", plan.revision.is_some());
         let mut context = self.context(state);
         context.plan = Some(plan.clone());

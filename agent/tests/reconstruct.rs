@@ -624,8 +624,8 @@ fn the_preview_shows_the_target_at_the_candidates_scale() {
         .collect();
     previews.sort();
     let preview = image::open(previews.last().expect("a preview")).expect("png").to_rgb8();
-    // Three panels: the candidate, the target, the silhouettes overlaid.
-    let width = (preview.width() - 8) / 3;
+    // Four panels: the candidate, the target, the silhouettes and the edges overlaid.
+    let width = (preview.width() - 12) / 4;
     let (candidate_center, candidate) = panel_circle(&preview, 0, width);
     let (target_center, target) = panel_circle(&preview, width + 4, width);
     assert!((candidate / target - 1.0).abs() < 0.03, "candidate radius {candidate:.1} px, target {target:.1} px");
@@ -636,6 +636,10 @@ fn the_preview_shows_the_target_at_the_candidates_scale() {
     let last = trace.rsplit("silhouettes overlap with IoU ").next().expect("Stage 3 states the overlap");
     let iou: f64 = last[..5].parse().expect("an IoU");
     assert!(iou > 0.95, "overlap IoU {iou} in the last Stage 3 request");
+    // And the lines: the exact rebuild draws the edges the target draws.
+    let lines = last.split("; ").find(|t| t.contains("of the target's lines lie within")).expect("the lines stated");
+    let share: f64 = lines[..lines.find('%').expect("a share")].parse().expect("a number");
+    assert!(share >= 80.0, "{lines}");
 }
 
 /// A folder that holds an earlier reconstruction is refused (its stale step images would mix

@@ -42,9 +42,10 @@ pub use glb::glb;
 pub use raster::{IdBuffers, Style};
 pub use scene::{Material, NO_ENTITY, Scene};
 pub use view::{
-    LabelKinds, LabelMeta, MIN_EDGE_PIXELS, Meta, NO_ROOM, Options, Overlap, PREVIEW_FILL, ProjectedEdge, SEAM,
-    SketchMeta, TAGGED_FILL, TARGET_FILL, Unlabelled, View, ViewToWorld, Window, append_panel, axis_name, best_shift,
-    draw_axes, in_sketch_picture, plane_inset, preview, profile, silhouette_overlap, sketch, tagged, target,
+    LINE_REACH, LabelKinds, LabelMeta, LineOverlap, MIN_EDGE_PIXELS, Meta, NO_ROOM, Options, Overlap, PREVIEW_FILL,
+    ProjectedEdge, SEAM, SketchMeta, TAGGED_FILL, TARGET_FILL, Unlabelled, View, ViewToWorld, Window, append_panel,
+    axis_name, best_shift, draw_axes, in_sketch_picture, line_overlap, plane_inset, preview, profile,
+    silhouette_overlap, sketch, tagged, target,
 };
 
 /// A tessellation tolerance suited to a view of a part of this size (bounding diagonal).

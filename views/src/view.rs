@@ -1038,6 +1038,107 @@ pub fn silhouette_overlap(ids: &IdBuffers, target: &[bool]) -> (RgbImage, Overla
     (image, overlap)
 }
 
+/// How the lines of two pictures of one framing agree: the target's drawn edges (its dark
+/// pixels) against the candidate's visible edges, the candidate shifted as for the
+/// silhouettes. Counts in pixels; a line pixel is matched when the other picture has one
+/// within [`LINE_REACH`] pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct LineOverlap {
+    pub target_lines: usize,
+    pub target_matched: usize,
+    pub candidate_lines: usize,
+    pub candidate_matched: usize,
+}
+
+/// How far apart (pixels, either axis) two lines may be and still count as one.
+pub const LINE_REACH: i64 = 2;
+
+impl LineOverlap {
+    /// One sentence for a prompt.
+    pub fn describe(&self) -> String {
+        let share = |m: usize, n: usize| 100.0 * m as f64 / n.max(1) as f64;
+        format!(
+            "{:.0}% of the target's lines lie within {LINE_REACH} px of the candidate's edges (the rest in red) and \
+             {:.0}% of the candidate's edges within {LINE_REACH} px of the target's lines (the rest in blue)",
+            share(self.target_matched, self.target_lines),
+            share(self.candidate_matched, self.candidate_lines)
+        )
+    }
+}
+
+pub const LINES_MATCHED: Rgb<u8> = Rgb([60, 60, 60]);
+
+/// The target's lines (`target_lines`, one flag per pixel of the candidate's framing) over
+/// the candidate's visible edges (what `ids` shows), the candidate shifted by `shift` (as
+/// [`silhouette_overlap`] found it): dark grey where they agree, red where only the target
+/// has a line (an edge the candidate lacks or has elsewhere: a wall's inner side, a hole, a
+/// slot), blue where only the candidate has one; the target's silhouette faint beneath.
+/// Lines inside the outline show what a silhouette cannot: wall thickness, features on a face.
+pub fn line_overlap(
+    ids: &IdBuffers,
+    target_lines: &[bool],
+    target_silhouette: &[bool],
+    shift: [i64; 2],
+) -> (RgbImage, LineOverlap) {
+    let (w, h) = (ids.width as usize, ids.height as usize);
+    let at = |mask: &[bool], x: i64, y: i64| {
+        x >= 0 && y >= 0 && (x as usize) < w && (y as usize) < h && mask[y as usize * w + x as usize]
+    };
+    // The candidate's edges in the target's frame.
+    let candidate: Vec<bool> = (0..w * h)
+        .map(|i| {
+            let (x, y) = ((i % w) as i64 - shift[0], (i / w) as i64 - shift[1]);
+            x >= 0
+                && y >= 0
+                && (x as usize) < w
+                && (y as usize) < h
+                && ids.edge[y as usize * w + x as usize] != NO_ENTITY
+        })
+        .collect();
+    let target: Vec<bool> = (0..w * h).map(|i| target_lines.get(i).copied().unwrap_or(false)).collect();
+    let near = |mask: &[bool], x: i64, y: i64| {
+        (-LINE_REACH..=LINE_REACH).any(|dy| (-LINE_REACH..=LINE_REACH).any(|dx| at(mask, x + dx, y + dy)))
+    };
+    let mut image = RgbImage::from_pixel(ids.width, ids.height, Rgb([255, 255, 255]));
+    let mut counts = LineOverlap::default();
+    for y in 0..h {
+        for x in 0..w {
+            let i = y * w + x;
+            let (xi, yi) = (x as i64, y as i64);
+            let color = if target[i] {
+                counts.target_lines += 1;
+                let matched = near(&candidate, xi, yi);
+                counts.target_matched += usize::from(matched);
+                if candidate[i] {
+                    counts.candidate_lines += 1;
+                    counts.candidate_matched += 1;
+                }
+                Some(if matched { LINES_MATCHED } else { OVERLAP_TARGET_ONLY })
+            } else if candidate[i] {
+                counts.candidate_lines += 1;
+                let matched = near(&target, xi, yi);
+                counts.candidate_matched += usize::from(matched);
+                Some(if matched { LINES_MATCHED } else { OVERLAP_CANDIDATE_ONLY })
+            } else if target_silhouette.get(i).copied().unwrap_or(false) {
+                Some(Rgb([236, 236, 236]))
+            } else {
+                None
+            };
+            if let Some(c) = color {
+                image.put_pixel(x as u32, y as u32, c);
+            }
+        }
+    }
+    let legend =
+        [("both", LINES_MATCHED), ("target only", OVERLAP_TARGET_ONLY), ("candidate only", OVERLAP_CANDIDATE_ONLY)];
+    for (k, (name, color)) in legend.iter().enumerate() {
+        let y = 24.0 + 16.0 * k as f64;
+        draw::filled_rect(&mut image, &[8.0, y, 20.0, y + 12.0], *color);
+        draw::text(&mut image, 25.0, y - 1.0, 12.0, Rgb([40, 40, 40]), name);
+    }
+    (image, counts)
+}
+
 /// Pixels of a mask (`w` x `h`, row by row) per column (or per row).
 pub fn profile(mask: &[bool], w: usize, h: usize, by_column: bool) -> Vec<f64> {
     let mut p = vec![0.0; if by_column { w } else { h }];
@@ -1118,6 +1219,39 @@ mod tests {
 
     fn square(w: u32, x0: u32, y0: u32, side: u32) -> Vec<bool> {
         (0..w * w).map(|i| (x0..x0 + side).contains(&(i % w)) && (y0..y0 + side).contains(&(i / w))).collect()
+    }
+
+    /// Lines inside an outline: the candidate's edges (a square's outline) against the
+    /// target's lines (the same outline 3 px right, where the shift puts the candidate, and
+    /// an interior line the candidate lacks).
+    #[test]
+    fn the_line_overlap_finds_a_line_the_candidate_lacks() {
+        // Below the legend, which covers the top left corner.
+        let w = 100u32;
+        let outline = |x0: u32, i: u32| {
+            let (x, y) = (i % w, i / w);
+            (x0..x0 + 20).contains(&x) && (60..80).contains(&y) && (x == x0 || x == x0 + 19 || y == 60 || y == 79)
+        };
+        let mut edge = vec![NO_ENTITY; (w * w) as usize];
+        for i in 0..w * w {
+            if outline(40, i) {
+                edge[i as usize] = 0;
+            }
+        }
+        let blank = vec![NO_ENTITY; (w * w) as usize];
+        let ids = IdBuffers { width: w, height: w, face: blank, edge, covered: vec![false; (w * w) as usize] };
+        let same: Vec<bool> = (0..w * w).map(|i| outline(43, i)).collect();
+        let (_, agree) = line_overlap(&ids, &same, &same, [3, 0]);
+        assert_eq!((agree.target_matched, agree.candidate_matched), (agree.target_lines, agree.candidate_lines));
+        assert!(agree.describe().starts_with("100% of the target's lines"), "{}", agree.describe());
+        // A wall's inner side: a vertical line at x = 48 the candidate does not draw.
+        let inner: Vec<bool> =
+            (0..w * w).map(|i| outline(43, i) || (i % w == 48 && (61..79).contains(&(i / w)))).collect();
+        let (image, counts) = line_overlap(&ids, &inner, &same, [3, 0]);
+        // 18 pixels long, of which the two at each end are within reach of the top and bottom.
+        assert_eq!(counts.target_lines - counts.target_matched, 14, "{counts:?}");
+        assert_eq!(*image.get_pixel(48, 70), OVERLAP_TARGET_ONLY);
+        assert_eq!(counts.candidate_matched, counts.candidate_lines);
     }
 
     #[test]
