@@ -98,9 +98,11 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
         pre{background:#f6f6f6;padding:6px;white-space:pre-wrap;font-size:12px}\
         .ok{color:#1a7f37}.bad{color:#b42318}.call{border-left:3px solid #ccd;padding-left:8px;margin:8px 0}\
         details summary{cursor:pointer;color:#555}.wide img{max-width:100%}\
-        .summary{background:#f4f6fa;padding:8px 12px;border-radius:6px}</style></head><body>\n<h1>vision2cad reconstruction</h1>\n",
+        .summary{background:#f4f6fa;padding:8px 12px;border-radius:6px}\
+        .timeline figure{width:130px;vertical-align:top}.timeline img{max-width:128px}.timeline a{color:#222;text-decoration:none}</style></head><body>\n<h1>vision2cad reconstruction</h1>\n",
     );
     summary(&mut h, dir, &events);
+    timeline(&mut h, dir, &events);
     let mut current_step = 0;
     for e in &events {
         match e {
@@ -120,7 +122,7 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
             TraceEvent::Call(call) => {
                 if call.step != current_step && call.step > 0 {
                     current_step = call.step;
-                    let _ = write!(h, "<h2>Step {current_step}</h2>");
+                    let _ = write!(h, "<h2 id=\"step-{current_step}\">Step {current_step}</h2>");
                 }
                 let _ = write!(
                     h,
@@ -147,6 +149,10 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                 );
                 for err in &call.errors {
                     let _ = write!(h, "<p class=\"bad\">invalid: {}</p>", escape(err));
+                }
+                // The simulated model's own mistakes, where it made them.
+                for injected in &call.injected {
+                    let _ = write!(h, "<p class=\"bad\">simulated error: {}</p>", escape(&compact_json(injected)));
                 }
                 if let Some(err) = &call.error {
                     let _ = write!(h, "<p class=\"bad\">{}</p>", escape(err));
@@ -222,6 +228,46 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
     }
     h.push_str("\n</body></html>\n");
     write_atomic(&dir.join("report.html"), h.as_bytes())
+}
+
+/// One thumbnail per accepted step: the model as the next step saw it, captioned with what
+/// the step did, linked to the step's section.
+fn timeline(h: &mut String, dir: &Path, events: &[TraceEvent]) {
+    let steps: Vec<(usize, String)> = events
+        .iter()
+        .filter_map(|e| match e {
+            TraceEvent::Execute(x) if x.ok => {
+                let ops: Vec<&str> =
+                    x.commands.iter().map(|c| c.op()).filter(|op| !matches!(*op, "sketch" | "body")).collect();
+                let what = match x.revises {
+                    Some(n) => format!("revised [{n}]"),
+                    None => ops.join(", "),
+                };
+                Some((x.step, what))
+            }
+            _ => None,
+        })
+        .collect();
+    if steps.is_empty() {
+        return;
+    }
+    h.push_str("<h2>Steps</h2><div class=\"timeline\">");
+    for (step, what) in steps {
+        let name = format!("views/step{:02}_tagged.png", step + 1);
+        let picture = match std::fs::read(dir.join(&name)) {
+            Ok(bytes) => format!(
+                "<img src=\"data:image/png;base64,{}\" alt=\"the model after step {step}\">",
+                base64::engine::general_purpose::STANDARD.encode(bytes)
+            ),
+            Err(_) => String::new(),
+        };
+        let _ = write!(
+            h,
+            "<figure><a href=\"#step-{step}\">{picture}<figcaption>{step}. {}</figcaption></a></figure>",
+            escape(&what)
+        );
+    }
+    h.push_str("</div>\n");
 }
 
 /// ", 1200 tokens in, 80 out, cost 0.0041".

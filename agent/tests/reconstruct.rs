@@ -734,12 +734,19 @@ fn the_report_opens_with_a_summary_and_reads_compactly() {
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let html = std::fs::read_to_string(out.join("report.html")).expect("report");
     let summary = html.find("<b>Finished</b>: 4 steps accepted").expect("the outcome in the summary");
-    let first_step = html.find("<h2>Step 1</h2>").expect("the steps");
+    let first_step = html.find("<h2 id=\"step-1\">Step 1</h2>").expect("the steps");
     assert!(summary < first_step, "the summary comes first");
     for file in ["model.FCStd", "model.step", "program.json", "trace.jsonl"] {
         assert!(html.contains(&format!("<a href=\"{file}\">{file}</a>")), "a link to {file}");
     }
     assert!(html.matches("<img ").count() >= 2, "the target and the model");
+    // A timeline of the steps, each linked to its section.
+    let timeline = html.find("<div class=\"timeline\">").expect("a timeline");
+    assert!(summary < timeline && timeline < first_step);
+    for step in 1..=4 {
+        assert!(html.contains(&format!("<a href=\"#step-{step}\">")), "step {step} in the timeline");
+        assert!(html.contains(&format!("<h2 id=\"step-{step}\">")), "step {step}'s anchor");
+    }
     // No float noise: at most 4 decimals in the answers and commands shown.
     let noisy = html
         .split(|c: char| !(c.is_ascii_digit() || c == '.'))
