@@ -1028,14 +1028,18 @@ pub fn silhouette_overlap(ids: &IdBuffers, target: &[bool]) -> (RgbImage, Overla
         let c = [c[0] + shift[0], c[1] + shift[0], c[2] + shift[1], c[3] + shift[1]];
         overlap.reach_px = [c[0] - t[0], t[1] - c[1], c[2] - t[2], t[3] - c[3]];
     }
-    let legend =
-        [("both", OVERLAP_BOTH), ("target only", OVERLAP_TARGET_ONLY), ("candidate only", OVERLAP_CANDIDATE_ONLY)];
+    overlay_legend(&mut image, OVERLAP_BOTH);
+    (image, overlap)
+}
+
+/// The legend of an overlay panel: where both agree (in `both`), target only, candidate only.
+fn overlay_legend(image: &mut RgbImage, both: Rgb<u8>) {
+    let legend = [("both", both), ("target only", OVERLAP_TARGET_ONLY), ("candidate only", OVERLAP_CANDIDATE_ONLY)];
     for (k, (name, color)) in legend.iter().enumerate() {
         let y = 24.0 + 16.0 * k as f64;
-        draw::filled_rect(&mut image, &[8.0, y, 20.0, y + 12.0], *color);
-        draw::text(&mut image, 25.0, y - 1.0, 12.0, Rgb([40, 40, 40]), name);
+        draw::filled_rect(image, &[8.0, y, 20.0, y + 12.0], *color);
+        draw::text(image, 25.0, y - 1.0, 12.0, Rgb([40, 40, 40]), name);
     }
-    (image, overlap)
 }
 
 /// How the lines of two pictures of one framing agree: the target's drawn edges (its dark
@@ -1129,13 +1133,7 @@ pub fn line_overlap(
             }
         }
     }
-    let legend =
-        [("both", LINES_MATCHED), ("target only", OVERLAP_TARGET_ONLY), ("candidate only", OVERLAP_CANDIDATE_ONLY)];
-    for (k, (name, color)) in legend.iter().enumerate() {
-        let y = 24.0 + 16.0 * k as f64;
-        draw::filled_rect(&mut image, &[8.0, y, 20.0, y + 12.0], *color);
-        draw::text(&mut image, 25.0, y - 1.0, 12.0, Rgb([40, 40, 40]), name);
-    }
+    overlay_legend(&mut image, LINES_MATCHED);
     (image, counts)
 }
 

@@ -61,15 +61,8 @@ def preview(cmd, linear, angular):
         after = MODEL.shape()
         out = {"feature": result.get("feature"), "state": state(), "boolean_failed": False}
         out["after"] = tessellate_shapes(MODEL.shapes(), linear, angular)
-        added = removed = None
-        if cmd["op"] not in ("sketch", "plane", "body", "end") and after is not None:
-            try:
-                added = after if before is None else after.cut(before)
-                removed = None if before is None else before.cut(after)
-            except Exception:
-                out["boolean_failed"] = True
-        out["added"] = tessellate_shape(added, linear, angular)
-        out["removed"] = tessellate_shape(removed, linear, angular)
+        changes_solid = cmd["op"] not in ("sketch", "plane", "body", "end") and after is not None
+        _difference(out, before, after if changes_solid else None, linear, angular)
         curves = []
         if cmd["op"] == "sketch":
             sketch = doc.getObject(cmd["name"])
@@ -100,9 +93,17 @@ def preview_held(linear, angular):
     after = MODEL.shape()
     out = {"feature": None, "state": state(), "boolean_failed": "before" not in HELD, "sketch_curves": [], "plane_outline": []}
     out["after"] = tessellate_shapes(MODEL.shapes(), linear, angular)
-    added = removed = None
     before = HELD.pop("before", None)
-    if after is not None and not after.isNull() and not out["boolean_failed"]:
+    usable = after is not None and not after.isNull() and not out["boolean_failed"]
+    _difference(out, before, after if usable else None, linear, angular)
+    return out
+
+
+def _difference(out, before, after, linear, angular):
+    """`added` (after minus before) and `removed` (before minus after) into `out`, as
+    tessellations; nothing for a missing `after`; `boolean_failed` when a cut fails."""
+    added = removed = None
+    if after is not None:
         try:
             added = after if before is None else after.cut(before)
             removed = None if before is None else before.cut(after)
@@ -110,7 +111,6 @@ def preview_held(linear, angular):
             out["boolean_failed"] = True
     out["added"] = tessellate_shape(added, linear, angular)
     out["removed"] = tessellate_shape(removed, linear, angular)
-    return out
 
 
 def _plane_outline(frame, model):
