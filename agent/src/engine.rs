@@ -351,18 +351,6 @@ pub(crate) fn kernel<T>(
     result
 }
 
-/// The sketch without its constraints labelled `#n` in `labels` (the solver dropped them as
-/// redundant; ties the bridge adds itself, `auto`, are not in the sketch).
-fn without_constraints(sketch: &mut Sketch, labels: &[String]) {
-    let drop: Vec<usize> = labels.iter().filter_map(|l| l.strip_prefix('#')?.parse().ok()).collect();
-    let mut index = 0;
-    sketch.constraints.retain(|_| {
-        let keep = !drop.contains(&index);
-        index += 1;
-        keep
-    });
-}
-
 /// Strip the code fences some models wrap JSON in.
 pub(crate) fn json_text(text: &str) -> &str {
     let t = text.trim();
@@ -812,17 +800,18 @@ impl Engine<'_> {
         for (i, sketch) in sketches.iter_mut().enumerate() {
             let c = Command::Sketch(sketch.clone());
             match kernel(&mut self.timing, session, |s| s.execute(&c)) {
-                Ok(executed) if !executed.dropped.is_empty() => {
-                    let event = TraceEvent::Dropped {
-                        step: turn.step,
-                        attempt: turn.attempt,
-                        sketch: sketch.name.clone(),
-                        constraints: executed.dropped.clone(),
-                    };
-                    without_constraints(sketch, &executed.dropped);
-                    self.emit(event)?;
+                Ok(executed) => {
+                    // What is committed is what was solved (a replay then builds this model).
+                    *sketch = sketch.as_solved(&executed);
+                    if !executed.dropped.is_empty() {
+                        self.emit(TraceEvent::Dropped {
+                            step: turn.step,
+                            attempt: turn.attempt,
+                            sketch: sketch.name.clone(),
+                            constraints: executed.dropped.clone(),
+                        })?;
+                    }
                 }
-                Ok(_) => {}
                 Err(e) => {
                     let name = sketch.name.clone();
                     if i > 0 {

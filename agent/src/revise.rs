@@ -203,7 +203,7 @@ impl Engine<'_> {
         revised[index] = command;
         let diagonal = state.bbox.map_or(2.0 * self.sphere.radius, |b| b.diagonal());
         kernel(&mut self.timing, session, |s| s.hold())?;
-        let (notes, kinds_now) = match self.rebuild(session, &revised, index)? {
+        let (notes, kinds_now) = match self.rebuild(session, &mut revised, index)? {
             Ok(x) => x,
             Err(reason) => {
                 self.rollback(session)?;
@@ -237,18 +237,20 @@ impl Engine<'_> {
     /// Reset the document and execute `commands`, checking from command `from + 1` on that
     /// the entities each names are still of the kinds they were. Returns each command's
     /// note and kinds, or why the rebuild failed (the document is then partly built; the
-    /// caller rolls back).
+    /// caller rolls back). Each sketch is left as it was solved (the revised one, and those
+    /// after it that follow it through their ties), so the history stays a program that
+    /// replays to this model.
     #[allow(clippy::type_complexity)]
     fn rebuild(
         &mut self,
         session: &mut Session,
-        commands: &[Command],
+        commands: &mut [Command],
         from: usize,
     ) -> Result<Result<(Vec<String>, Vec<Vec<String>>), String>, LoopError> {
         let mut notes = Vec::with_capacity(commands.len());
         let mut kinds_now = Vec::with_capacity(commands.len());
         kernel(&mut self.timing, session, |s| s.reset().map(|_| ()))?;
-        for (j, c) in commands.iter().enumerate() {
+        for (j, c) in commands.iter_mut().enumerate() {
             let k = kinds(session.state(), c);
             if j > from
                 && let Some(before) = self.history_kinds.get(j)
@@ -264,8 +266,19 @@ impl Engine<'_> {
             }
             notes.push(crate::stage1::reference_note(session.state(), c));
             kinds_now.push(k);
-            if let Err(e) = kernel(&mut self.timing, session, |s| s.execute(c)) {
-                return Ok(Err(format!("the revised model cannot be rebuilt: [{}] ({}) fails: {e}", j + 1, c.op())));
+            match kernel(&mut self.timing, session, |s| s.execute(c)) {
+                Ok(executed) => {
+                    if let Command::Sketch(sketch) = c {
+                        *sketch = sketch.as_solved(&executed);
+                    }
+                }
+                Err(e) => {
+                    return Ok(Err(format!(
+                        "the revised model cannot be rebuilt: [{}] ({}) fails: {e}",
+                        j + 1,
+                        c.op()
+                    )));
+                }
             }
         }
         Ok(Ok((notes, kinds_now)))

@@ -44,7 +44,7 @@ fn exec_writes_a_document_a_step_and_the_entity_table_that_reopen_identically() 
     names.sort();
     assert_eq!(
         names,
-        ["model.FCStd", "model.glb", "model.step", "state.json"],
+        ["model.FCStd", "model.glb", "model.step", "solved_program.json", "state.json"],
         "exactly the outputs, no partial files"
     );
 
@@ -70,6 +70,16 @@ fn exec_writes_a_document_a_step_and_the_entity_table_that_reopen_identically() 
     let from_step = inspect(&out.path().join("model.step"));
     assert_close(from_step["volume"].as_f64().expect("volume"), volume, "STEP volume");
     assert_eq!(from_step["faces"].as_array().map(Vec::len), state["faces"].as_array().map(Vec::len));
+
+    // The program as solved: the same commands, and it builds the same model again.
+    let solved = out.path().join("solved_program.json");
+    let program = read_json(&solved);
+    let given = read_json(&example_path("plate_counterbore"));
+    assert_eq!(program["commands"].as_array().map(Vec::len), given["commands"].as_array().map(Vec::len));
+    let again = tempfile::tempdir().expect("tempdir");
+    let o = run(&["exec", solved.to_str().expect("path"), "--out", again.path().to_str().expect("path")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_json(&again.path().join("state.json")), state, "the solved program rebuilds the same model");
 }
 
 #[test]
@@ -263,6 +273,58 @@ fn the_cli_reference_is_the_programs_own_help() {
 
 /// render's errors name what the user gave: the missing folder, the face that does not
 /// exist (not an internal request name or a temporary file).
+/// A sketch view of an imported model: a STEP file, and an FCStd document as `exec` writes
+/// it, on a base plane and on a planar face (the STEP's faces come from the file, not a body).
+#[test]
+fn render_sketch_views_of_step_and_fcstd_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let built = dir.path().join("built");
+    let o = run(&[
+        "exec",
+        example_path("plate_counterbore").to_str().expect("path"),
+        "--out",
+        built.to_str().expect("path"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for file in ["model.step", "model.FCStd"] {
+        let model = built.join(file);
+        let model = model.to_str().expect("path");
+        let o = run(&["inspect", model]);
+        assert!(o.status.success(), "{file}: {}", stderr(&o));
+        let table: Value = serde_json::from_slice(&o.stdout).expect("entity table");
+        let face = table["faces"]
+            .as_array()
+            .expect("faces")
+            .iter()
+            .find(|f| f["kind"] == "plane" && f["normal"][2].as_f64().is_some_and(|z| z > 0.99))
+            .and_then(|f| f["id"].as_str())
+            .expect("an upward planar face")
+            .to_string();
+        for plane in ["XY", "XZ", face.as_str()] {
+            let png = dir.path().join(format!("{file}-{plane}.png"));
+            let meta = dir.path().join(format!("{file}-{plane}.json"));
+            let o = run(&[
+                "render",
+                model,
+                "--view",
+                "sketch",
+                "--sketch-plane",
+                plane,
+                "--size",
+                "200",
+                "--out",
+                png.to_str().expect("path"),
+                "--meta",
+                meta.to_str().expect("path"),
+            ]);
+            assert!(o.status.success(), "{file} on {plane}: {}", stderr(&o));
+            let meta = read_json(&meta);
+            assert!(meta["sketch"]["view_to_local"].is_array(), "{file} on {plane}: {meta}");
+            assert_eq!(image::open(&png).expect("a PNG").height(), 200);
+        }
+    }
+}
+
 #[test]
 fn render_errors_name_the_users_inputs() {
     let dir = tempfile::tempdir().expect("tempdir");

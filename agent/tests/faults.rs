@@ -1,7 +1,8 @@
 //! Faults change no result: with FreeCAD workers killed (SIGKILL) in the middle of
 //! `gerd generate`, `eval` and `gerd import` (`VISION2CAD_FAULT_KILL_AT`), every output is
 //! the undisturbed run's, byte for byte, and the exit code is 0; an item that kills its
-//! worker every time is reported as crashing the kernel.
+//! worker every time is reported as crashing the kernel (in `eval`, as a sample the
+//! evaluator could not score, unless the prediction was being built).
 
 mod common;
 
@@ -132,7 +133,9 @@ fn generate_and_eval_with_killed_workers_write_what_undisturbed_runs_write() {
     assert_eq!(read(&faulty_report), read(&clean_report), "the report through faults is the undisturbed one");
     assert!(read(&clean_report).contains("\"cr\": 1.0"));
 
-    // A sample that kills every worker it meets is the sample's fault, and says so.
+    // A machine that kills every worker, whatever it runs, fails the evaluator, not the
+    // prediction: the sample is not scored (left out of CR), the table says why, and the
+    // exit status says the evaluation is incomplete.
     let one = dir.path().join("one.json");
     let first = std::fs::read_dir(&pred).expect("pred").next().expect("one").expect("entry").path();
     let id = first.file_stem().expect("stem").to_string_lossy().into_owned();
@@ -142,9 +145,19 @@ fn generate_and_eval_with_killed_workers_write_what_undisturbed_runs_write() {
         &["eval", "--pred", s(&first), "--gt", s(&gt.join(format!("{id}.step"))), "--workers", "1", "--json", s(&one)],
         Some((&counter, &every.join(","))),
     );
-    ok(&out, "eval of a sample that always crashes");
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let text = read(&one);
-    assert!(text.contains("crashes the kernel") && text.contains("\"cr\": 0.0"), "{text}");
+    let report: serde_json::Value = serde_json::from_str(&text).expect("report");
+    assert_eq!((report["n_errors"].as_u64(), report["n_compiled"].as_u64()), (Some(1), Some(0)), "{text}");
+    let error = report["samples"][0]["error"].as_str().expect("the evaluator's error");
+    assert!(
+        error.contains("building the ground truth failed") && error.contains("crashes the FreeCAD kernel"),
+        "{error}"
+    );
+    assert!(report["samples"][0]["reason"].is_null(), "not a prediction failure: {text}");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("not scored (1): evaluator errors, not counted in CR"), "{table}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("could not be scored"));
 }
 
 #[test]

@@ -119,6 +119,36 @@ fn generate_from_the_command_line_resumes_and_splits() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("4 of 4 parts already written"));
 }
 
+/// Generated parts replay alike: each part's program, executed in three processes, writes
+/// the same entity table (volume and area to the bit), and so does the program `exec` saves
+/// as solved.
+#[test]
+fn generated_programs_replay_to_the_same_part_in_every_process() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let data = common::generated_test_split(root.path(), 5, 11);
+    for part in part_dirs(&data).expect("parts") {
+        let record = read_part(&part).expect("part");
+        let program = root.path().join(format!("{}.json", record.id));
+        std::fs::write(&program, serde_json::to_string(&record.program).expect("json")).expect("program");
+        let exec = |program: &Path, out: &Path| {
+            let o =
+                Command::new(common::binary()).arg("exec").arg(program).arg("--out").arg(out).output().expect("exec");
+            assert!(o.status.success(), "{}: {}", record.id, String::from_utf8_lossy(&o.stderr));
+            std::fs::read_to_string(out.join("state.json")).expect("state.json")
+        };
+        let first = exec(&program, &root.path().join(format!("{}-0", record.id)));
+        for k in 1..3 {
+            assert!(
+                first == exec(&program, &root.path().join(format!("{}-{k}", record.id))),
+                "{}: replay {k}",
+                record.id
+            );
+        }
+        let solved = root.path().join(format!("{}-0", record.id)).join("solved_program.json");
+        assert!(first == exec(&solved, &root.path().join(format!("{}-solved", record.id))), "{}: as solved", record.id);
+    }
+}
+
 #[test]
 fn imports_from_the_command_line_become_valid_records() {
     let Some(data) = common::data_dir() else {

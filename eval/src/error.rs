@@ -22,6 +22,9 @@ pub enum EvalError {
         path.display()
     )]
     GroundTruthNotEditable { path: PathBuf },
+    /// The prediction named on the command line is not there.
+    #[error("prediction {} does not exist", path.display())]
+    MissingPrediction { path: PathBuf },
     /// The prediction and ground-truth arguments do not pair up.
     #[error("{0}")]
     Pairing(String),

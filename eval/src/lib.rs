@@ -63,8 +63,8 @@ pub use mesh::{Mesh, Topology, topology};
 pub use normalize::{FLIPS, Normalization, flipped, principal_axes, transform};
 pub use pairs::{ModelKind, Pair, pair_paths};
 pub use pipeline::{
-    ANGULAR_DEFLECTION, BBOX_TOLERANCE, Detailed, EDIT_FACTOR, LINEAR_DEFLECTION, MERGE_TOLERANCE, Stages,
-    VOLUME_TOLERANCE, evaluate_pair, exact_iou,
+    ANGULAR_DEFLECTION, BBOX_TOLERANCE, Detailed, EDIT_FACTOR, LINEAR_DEFLECTION, MERGE_TOLERANCE, Phase, Stages,
+    VOLUME_TOLERANCE, evaluate_pair, evaluate_pair_in_phases, exact_iou,
 };
 pub use report::{IouMethod, Report, SampleResult};
 pub use sample::{Role, SEED_CONVENTION, sample_surface, seed_for};
@@ -158,17 +158,31 @@ pub fn evaluate_detailed(
             return Err(EvalError::MissingGroundTruth { path: pair.gt.clone() });
         }
     }
-    let results = pool.map(pairs, |session, pair| Ok(evaluate_pair(session, pair, options)), |_| done());
+    // Each sample in a worker that has done nothing else: FreeCAD's numbers depend on what
+    // its process did before, and a report must not depend on the order samples reach the
+    // workers, nor on their number.
+    let pool = pool.clone().with_fresh_worker_per_item();
+    let phases: Vec<Phase> = pairs.iter().map(|_| Phase::default()).collect();
+    let items: Vec<(&Pair, &Phase)> = pairs.iter().zip(&phases).collect();
+    let results = pool.map(
+        &items,
+        |session, (pair, phase)| Ok(evaluate_pair_in_phases(session, pair, options, phase)),
+        |_| done(),
+    );
     results
         .into_iter()
-        .zip(pairs)
-        .map(|(r, pair)| match r {
-            // Every attempt lost its worker: the sample, not the machine, is at fault.
-            Err(fault @ freecad_bridge::BridgeError::KernelFault { .. }) => Ok(Detailed {
-                result: SampleResult::not_compiled(pair, format!("the prediction crashes the kernel: {fault}")),
-                meshes: None,
-                stages: pipeline::Stages::default(),
-            }),
+        .zip(items)
+        .map(|(r, (pair, phase))| match r {
+            // Every attempt lost its worker. Building the prediction each time: the
+            // prediction crashes or hangs the kernel. Anywhere else: the evaluator failed.
+            Err(fault @ freecad_bridge::BridgeError::KernelFault { .. }) => {
+                let result = if phase.building_prediction() {
+                    SampleResult::not_compiled(pair, format!("the prediction crashes the kernel: {fault}"))
+                } else {
+                    SampleResult::not_scored(pair, format!("{} failed: {fault}", phase.name()))
+                };
+                Ok(Detailed { result, meshes: None, stages: pipeline::Stages::default() })
+            }
             r => r.map_err(EvalError::Bridge).and_then(|r| r),
         })
         .collect()

@@ -49,8 +49,15 @@ pub fn pair_paths(pred: &Path, gt: &Path) -> Result<Vec<Pair>, EvalError> {
             let pred = models_in(pred)?.remove(&id);
             return Ok(vec![Pair { id, pred, gt: gt.to_path_buf() }]);
         }
-        // A prediction file that is missing or unreadable is a sample that did not compile.
+        // A path that names nothing is a mistake on the command line, not a prediction that
+        // failed (an unreadable or broken file is one: it does not compile).
+        if !pred.exists() {
+            return Err(EvalError::MissingPrediction { path: pred.to_path_buf() });
+        }
         return Ok(vec![Pair { id: stem(gt), pred: Some(pred.to_path_buf()), gt: gt.to_path_buf() }]);
+    }
+    if !pred.exists() {
+        return Err(EvalError::MissingPrediction { path: pred.to_path_buf() });
     }
     if !pred.is_dir() {
         return Err(EvalError::Pairing(format!(

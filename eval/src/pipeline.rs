@@ -2,6 +2,7 @@
 //! measure, normalise, mesh and intersect (one request), sample, compare.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Instant;
 
 use freecad_bridge::{BridgeError, CallError, KeptSlot, MassProperties, Session, parse_program};
@@ -73,6 +74,36 @@ impl Stages {
     }
 }
 
+/// What a sample's evaluation is doing, so that a worker lost on every attempt is blamed on
+/// the right party: building the prediction (the prediction's fault: CR 0), or the ground
+/// truth or the scoring (the evaluator's: not scored).
+#[derive(Debug, Default)]
+pub struct Phase(AtomicU8);
+
+impl Phase {
+    const GROUND_TRUTH: u8 = 0;
+    const PREDICTION: u8 = 1;
+    const SCORING: u8 = 2;
+
+    fn set(&self, phase: u8) {
+        self.0.store(phase, Ordering::Relaxed);
+    }
+
+    /// Whether the prediction was being built.
+    pub fn building_prediction(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == Self::PREDICTION
+    }
+
+    /// In words, for messages.
+    pub fn name(&self) -> &'static str {
+        match self.0.load(Ordering::Relaxed) {
+            Self::GROUND_TRUTH => "building the ground truth",
+            Self::PREDICTION => "building the prediction",
+            _ => "scoring",
+        }
+    }
+}
+
 /// Evaluate one pair in `session` (which it leaves holding some document). The only errors
 /// are the ground truth's; everything wrong with the prediction is in the result.
 ///
@@ -80,7 +111,18 @@ impl Stages {
 /// document, or any model under `edit10`, is built in the document first. The worker keeps
 /// both shapes for the one request that meshes and intersects them.
 pub fn evaluate_pair(session: &mut Session, pair: &Pair, options: &EvalOptions) -> Result<Detailed, EvalError> {
+    evaluate_pair_in_phases(session, pair, options, &Phase::default())
+}
+
+/// [`evaluate_pair`], saying in `phase` what it is doing.
+pub fn evaluate_pair_in_phases(
+    session: &mut Session,
+    pair: &Pair,
+    options: &EvalOptions,
+    phase: &Phase,
+) -> Result<Detailed, EvalError> {
     let started = Instant::now();
+    phase.set(Phase::GROUND_TRUTH);
     let inertia = options.normalization == Normalization::Inertia;
 
     // The ground truth first: when it is broken, the run stops, whatever the prediction.
@@ -104,6 +146,7 @@ pub fn evaluate_pair(session: &mut Session, pair: &Pair, options: &EvalOptions) 
     let Some(pred) = &pair.pred else {
         return Ok(not_compiled("no prediction with this stem".into(), started));
     };
+    phase.set(Phase::PREDICTION);
     let pred_props = match keep(session, pred, KeptSlot::Prediction, options.protocol, inertia) {
         Ok(props) => props,
         Err(reason) => return Ok(not_compiled(reason, started)),
@@ -112,9 +155,15 @@ pub fn evaluate_pair(session: &mut Session, pair: &Pair, options: &EvalOptions) 
         let what = if pred_props.solids == 0 { "holds no solid" } else { "is not a valid solid" };
         return Ok(not_compiled(format!("the prediction {what}"), started));
     }
+    phase.set(Phase::SCORING);
     match score(session, pair, options, &pred_props, &gt_props, started.elapsed().as_secs_f64()) {
         Ok(detailed) => Ok(detailed),
         Err(Failure::Prediction(reason)) => Ok(not_compiled(reason, started)),
+        Err(Failure::Evaluator(error)) => Ok(Detailed {
+            result: SampleResult::not_scored(pair, error),
+            meshes: None,
+            stages: Stages { read: started.elapsed().as_secs_f64(), ..Stages::default() },
+        }),
         Err(Failure::GroundTruth(reason)) => Err(gt_error(reason)),
     }
 }
@@ -165,6 +214,8 @@ fn build(session: &mut Session, path: &Path, protocol: Protocol) -> Result<(), S
 enum Failure {
     Prediction(String),
     GroundTruth(String),
+    /// The evaluator's own trouble with a valid prediction: not the prediction's failure.
+    Evaluator(String),
 }
 
 fn score(
@@ -186,11 +237,11 @@ fn score(
     let compare_started = Instant::now();
     let compared = session
         .compare_kept(&pred_t, &gt_t, LINEAR_DEFLECTION, ANGULAR_DEFLECTION, booleans_now)
-        .map_err(|e| Failure::Prediction(format!("cannot mesh or intersect: {e}")))?;
+        .map_err(|e| Failure::Evaluator(format!("cannot mesh or intersect the two solids: {e}")))?;
     let gt_mesh =
         Mesh::from_flat(compared.ground_truth).map_err(|e| Failure::GroundTruth(format!("cannot mesh: {e}")))?;
     let pred_mesh = Mesh::from_flat(compared.prediction)
-        .map_err(|e| Failure::Prediction(format!("cannot mesh the prediction: {e}")))?;
+        .map_err(|e| Failure::Evaluator(format!("cannot mesh the prediction: {e}")))?;
     stages.mesh = compared.mesh_seconds;
     stages.boolean = compared.boolean_seconds;
     stages.exchange = compare_started.elapsed().as_secs_f64() - compared.mesh_seconds - compared.boolean_seconds;
@@ -240,7 +291,7 @@ fn score(
     let voxel_started = Instant::now();
     let suspicious = exact.as_ref().is_ok_and(|iou| implausible(*iou, distances.hd95));
     let voxel = if exact.is_err() || options.voxel_check || suspicious {
-        Some(voxel_iou(&pred_mesh, &gt_mesh, RESOLUTION).map_err(|e| Failure::Prediction(format!("voxel IoU: {e}")))?)
+        Some(voxel_iou(&pred_mesh, &gt_mesh, RESOLUTION).map_err(|e| Failure::Evaluator(format!("voxel IoU: {e}")))?)
     } else {
         None
     };
@@ -260,7 +311,7 @@ fn score(
             tracing::info!("{}: booleans failed ({reason}); voxel IoU", pair.id);
             (v, IouMethod::Voxel, Some(reason.clone()))
         }
-        (Err(reason), None) => return Err(Failure::Prediction(reason.clone())),
+        (Err(reason), None) => return Err(Failure::Evaluator(reason.clone())),
     };
     stages.metrics += voxel_started.elapsed().as_secs_f64();
 
@@ -279,6 +330,7 @@ fn score(
         gt: pair.gt.display().to_string(),
         compiled: true,
         reason: None,
+        error: None,
         iou: Some(iou),
         cd: Some(distances.cd),
         hd: Some(distances.hd),

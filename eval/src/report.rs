@@ -38,6 +38,11 @@ pub struct SampleResult {
     /// Why the sample did not compile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Why the evaluator could not score the sample (its own fault, not the prediction's:
+    /// a worker lost on every attempt, a mesh the kernel could not make). Such a sample is
+    /// left out of CR and every metric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     pub iou: Option<f64>,
     /// Chamfer distance x1000 (squared distances).
     pub cd: Option<f64>,
@@ -71,6 +76,7 @@ impl SampleResult {
             gt: pair.gt.display().to_string(),
             compiled: false,
             reason: Some(reason),
+            error: None,
             iou: None,
             cd: None,
             hd: None,
@@ -89,6 +95,18 @@ impl SampleResult {
     }
 }
 
+impl SampleResult {
+    /// A sample the evaluator could not score, and why.
+    pub fn not_scored(pair: &Pair, error: String) -> SampleResult {
+        SampleResult { reason: None, error: Some(error), ..SampleResult::not_compiled(pair, String::new()) }
+    }
+
+    /// Whether the evaluator, not the prediction, failed this sample.
+    pub fn is_error(&self) -> bool {
+        self.error.is_some()
+    }
+}
+
 /// A whole run: conventions, summary metrics (means over compiled samples; null when none
 /// compiled) and every sample.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,6 +117,10 @@ pub struct Report {
     pub seed: String,
     pub n: usize,
     pub n_compiled: usize,
+    /// Samples the evaluator could not score (see [`SampleResult::error`]); CR is over the
+    /// others.
+    #[serde(default)]
+    pub n_errors: usize,
     pub cr: f64,
     pub miou: Option<f64>,
     pub cd_mean: Option<f64>,
@@ -126,6 +148,8 @@ impl Report {
             *iou_methods.entry(m).or_insert(0) += 1;
         }
         let n = samples.len();
+        let n_errors = samples.iter().filter(|s| s.is_error()).count();
+        let scored = n - n_errors;
         let cds = values(|s| s.cd);
         Report {
             protocol: options.protocol,
@@ -134,7 +158,8 @@ impl Report {
             seed: SEED_CONVENTION.into(),
             n,
             n_compiled: compiled.len(),
-            cr: if n == 0 { 0.0 } else { compiled.len() as f64 / n as f64 },
+            n_errors,
+            cr: if scored == 0 { 0.0 } else { compiled.len() as f64 / scored as f64 },
             miou: mean(&values(|s| s.iou)),
             cd_mean: mean(&cds),
             cd_median: median(cds),
@@ -193,7 +218,12 @@ impl Report {
         let _ = writeln!(out, "points         N = {} per shape, area-weighted; seed {}", self.points, self.seed);
         let _ = writeln!(out, "IoU methods    {methods}");
         let _ = writeln!(out, "solids         several in one model are scored as their union");
-        let _ = writeln!(out, "samples        {} ({} compiled)", self.n, self.n_compiled);
+        let not_compiled = self.n - self.n_compiled - self.n_errors;
+        let _ = write!(out, "samples        {} ({} compiled, {not_compiled} did not compile", self.n, self.n_compiled);
+        let _ = match self.n_errors {
+            0 => writeln!(out, ")"),
+            e => writeln!(out, ", {e} not scored: evaluator errors, left out of CR)"),
+        };
         let _ = writeln!(out);
         let _ = writeln!(out, "{:<22} {:>12}", "metric", "value");
         let row = |out: &mut String, name: &str, v: Option<f64>| {
@@ -223,7 +253,47 @@ impl Report {
                 "(bbox and volume checks are in model units, meaningful where the scale is known: --normalize none;\n per-sample values are in --json/--jsonl)"
             );
         }
+        self.failures(&mut out);
         out
+    }
+
+    /// The samples that did not compile and those the evaluator could not score, each with
+    /// its reason on one line (the first [`LISTED`] of each; all are in --json/--jsonl).
+    fn failures(&self, out: &mut String) {
+        let failed: Vec<&SampleResult> = self.samples.iter().filter(|s| !s.compiled && !s.is_error()).collect();
+        let errors: Vec<&SampleResult> = self.samples.iter().filter(|s| s.is_error()).collect();
+        let list = |out: &mut String, title: String, rows: &[&SampleResult], why: fn(&SampleResult) -> String| {
+            if rows.is_empty() {
+                return;
+            }
+            let _ = writeln!(out, "\n{title}");
+            let width = rows.iter().take(LISTED).map(|s| s.id.len()).max().unwrap_or(0);
+            for s in rows.iter().take(LISTED) {
+                let _ = writeln!(out, "  {:<width$}  {}", s.id, one_line(&why(s)));
+            }
+            if rows.len() > LISTED {
+                let _ = writeln!(out, "  ... and {} more (--json lists every sample)", rows.len() - LISTED);
+            }
+        };
+        list(out, format!("did not compile ({}): CR 0", failed.len()), &failed, |s| {
+            let reason = s.reason.clone().unwrap_or_default();
+            if s.pred.is_none() { format!("missing: {reason}") } else { reason }
+        });
+        list(out, format!("not scored ({}): evaluator errors, not counted in CR", errors.len()), &errors, |s| {
+            s.error.clone().unwrap_or_default()
+        });
+    }
+}
+
+/// Samples listed by name under each failure heading of the table.
+pub const LISTED: usize = 20;
+
+/// A reason on one line of at most 200 characters (FreeCAD's messages run over several).
+fn one_line(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}...", &flat[..cut]),
+        None => flat,
     }
 }
 

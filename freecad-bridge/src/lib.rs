@@ -37,6 +37,7 @@ mod lower;
 mod pool;
 pub mod protocol;
 mod session;
+mod solved;
 pub mod state;
 pub mod testing;
 mod worker;

@@ -20,13 +20,14 @@ pub struct WorkerPool {
     workers: usize,
     recycle_after: usize,
     fault_retries: usize,
+    fresh_per_item: bool,
 }
 
 impl WorkerPool {
     /// `workers = 0` means one per core.
     pub fn new(config: WorkerConfig, workers: usize) -> Self {
         let workers = if workers == 0 { default_workers() } else { workers };
-        WorkerPool { config, workers, recycle_after: 200, fault_retries: 3 }
+        WorkerPool { config, workers, recycle_after: 200, fault_retries: 3, fresh_per_item: false }
     }
 
     /// Replace each worker after this many jobs (at least 1).
@@ -38,6 +39,15 @@ impl WorkerPool {
     /// Runs of a job again after its worker was lost (default 3).
     pub fn with_fault_retries(mut self, retries: usize) -> Self {
         self.fault_retries = retries;
+        self
+    }
+
+    /// Start every job (and every rerun of one) in a worker that has served nothing else
+    /// ([`Session::fresh_start`]), so a job's numbers do not depend on which jobs its worker
+    /// ran before, nor on the number of workers: what evaluation needs to repeat to the bit.
+    /// Costs one worker start per job.
+    pub fn with_fresh_worker_per_item(mut self) -> Self {
+        self.fresh_per_item = true;
         self
     }
 
@@ -114,7 +124,10 @@ impl WorkerPool {
         session
             .undisturbed(
                 self.fault_retries,
-                |s| s.reset().map(|_| ()).and_then(|()| job(s, item)),
+                |s| {
+                    let start = if self.fresh_per_item { s.fresh_start() } else { s.reset().map(|_| ()) };
+                    start.and_then(|()| job(s, item))
+                },
                 |_, result| {
                     tracing::warn!(
                         "the FreeCAD worker was lost during an item ({}); running the item again from its start",

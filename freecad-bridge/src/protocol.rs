@@ -146,8 +146,23 @@ pub struct ExecuteReply {
     /// A sketch's redundant constraints the worker removed, by label.
     #[serde(default)]
     pub dropped: Vec<String>,
+    /// A sketch's own geometry as the solver left it, primitive by primitive.
+    #[serde(default)]
+    pub solved: Vec<Option<SolvedGeometry>>,
     /// The entity table after the command.
     pub state: ModelState,
+}
+
+/// One primitive of a solved sketch, as Sketcher holds it, in the sketch's frame.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SolvedGeometry {
+    /// Start x, y, end x, y.
+    Line([f64; 4]),
+    /// Centre x, y, radius.
+    Circle([f64; 3]),
+    /// Centre x, y, radius, start and end angle in radians, counter-clockwise.
+    Arc([f64; 5]),
 }
 
 /// Why FreeCAD refused a request, as far as the worker can tell.

@@ -9,10 +9,10 @@
 use std::collections::VecDeque;
 use std::ffi::{CString, OsString};
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command as Process, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -83,6 +83,35 @@ impl WorkerConfig {
     }
 }
 
+/// `setarch`, where it can start a program without address-space randomisation.
+///
+/// FreeCAD's sketch solver and OpenCascade's booleans iterate maps keyed by memory
+/// addresses: with randomised addresses, the same program built in two fresh processes gave
+/// sketches 0.1 mm apart and faces numbered otherwise. Without randomisation, a worker that
+/// is sent the same requests from its start computes the same numbers (`eval` builds each
+/// sample in a fresh worker for this). Where the kernel refuses (some containers), workers
+/// start as before, and replays may differ in the last digits.
+fn fixed_layout() -> Option<&'static Path> {
+    static SETARCH: OnceLock<Option<PathBuf>> = OnceLock::new();
+    SETARCH
+        .get_or_init(|| {
+            let works = Process::new("setarch")
+                .args(["-R", "true"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !works {
+                tracing::warn!(
+                    "`setarch -R` is not available here: FreeCAD workers start with randomised addresses, so replays of one program may differ in the last digits"
+                );
+            }
+            works.then(|| PathBuf::from("setarch"))
+        })
+        .as_deref()
+}
+
 /// A running worker process.
 #[derive(Debug)]
 pub struct WorkerProcess {
@@ -101,11 +130,25 @@ impl WorkerProcess {
             .prefix("vision2cad-freecad-")
             .tempdir()
             .map_err(|e| CallError::Spawn(format!("cannot create a FreeCAD home directory: {e}")))?;
-        let mut child = Process::new(&config.program)
+        // Through setarch, a missing program would only show as a worker that died at start.
+        if config.program.components().count() > 1 && !config.program.is_file() {
+            return Err(CallError::Spawn(format!("cannot start worker {}: no such file", config.program.display())));
+        }
+        let mut process = match fixed_layout() {
+            Some(setarch) => {
+                let mut p = Process::new(setarch);
+                p.arg("-R").arg(&config.program);
+                p
+            }
+            None => Process::new(&config.program),
+        };
+        let mut child = process
             .args(&config.args)
             // Debian's interpreter and nothing from the user's site: FreeCAD's modules are
             // built for exactly this Python.
             .env("PYTHONHOME", "/usr")
+            // Dictionaries and sets iterate alike in every worker.
+            .env("PYTHONHASHSEED", "0")
             .env("PYTHONNOUSERSITE", "1")
             .env_remove("PYTHONPATH")
             .env("FREECAD_USER_HOME", home.path())

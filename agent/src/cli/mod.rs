@@ -85,8 +85,11 @@ pub enum Cmd {
     /// Score predicted models against ground truths: CR, mIoU, CD, HD, HD95.
     ///
     /// PRED and GT are model files (.step, .stp, .FCStd, program .json) or directories
-    /// whose files pair up by stem. A missing or broken prediction counts as not compiled;
-    /// a missing ground truth is an error. Conventions: see the README's Evaluation section.
+    /// whose files pair up by stem. A broken prediction, or a ground truth with no
+    /// prediction of its stem, counts as not compiled (listed with its reason); a path that
+    /// names nothing is an error. A sample the evaluator itself cannot score (a worker lost
+    /// on every attempt) is listed apart, left out of CR, and makes the exit status 1.
+    /// Conventions: docs/evaluation.md.
     Eval(Box<eval::EvalArgs>),
     /// Run a FreeCAD worker on stdin/stdout (started by vision2cad itself).
     #[command(hide = true)]

@@ -31,7 +31,8 @@ def _share_coincident_points(geos, constraints):
     differed. With the two points equal to the bit, either choice gives the same sketch."""
     for c in constraints:
         args = c["args"]
-        if c["kind"] != "Coincident" or len(args) != 4:
+        # A tangent at two ends (Sketcher's endpoint-to-endpoint form) joins them too.
+        if c["kind"] not in ("Coincident", "Tangent") or len(args) != 4:
             continue
         (ga, pa, gb, pb) = args
         if not (isinstance(ga, dict) and isinstance(gb, dict)):
@@ -105,17 +106,23 @@ def add_sketch(cmd):
     MODEL.doc.recompute()
     status = sk.solve()
     dropped = []
-    if status == -2:
+    labels = [c.get("label", "") for c in cmd["constraints"]]
+    rounds = 0
+    while status == -2 and rounds < 4:
         # Redundant only (conflicts rank first): the solver's own choice is removed and the
-        # sketch solves as drawn; the caller learns which constraints went.
-        dropped = _drop_redundant(sk, [c.get("label", "") for c in cmd["constraints"]])
+        # sketch solves as drawn; the caller learns which constraints went. Removing one
+        # set can reveal another (tangent chains), so this repeats while the solver finds
+        # more.
+        labels, gone = _drop_redundant(sk, labels)
+        dropped += gone
         MODEL.doc.recompute()
         status = sk.solve()
+        rounds += 1
     if status != 0 or "Invalid" in sk.State:
         reasons = {-1: "the solver failed", -2: "redundant constraints", -3: "conflicting constraints"}
         detail = reasons.get(status, sk.getStatusString())
         if status == -3:
-            culprits = _conflicting(sk, [c.get("label", "") for c in cmd["constraints"]])
+            culprits = _conflicting(sk, labels)
             if culprits:
                 detail += " (%s: the sketch solves without any one of them)" % ", ".join(culprits)
         # FreeCAD's own words for a constraint on geometry it cannot apply to.
@@ -125,10 +132,32 @@ def add_sketch(cmd):
             detail,
         )
         raise CommandFailed("sketch %s cannot be solved: %s" % (cmd["name"], detail), cmd["name"], UNSOLVABLE)
-    result = {"feature": sk.Name, "frame": frame_of(sk)}
+    result = {"feature": sk.Name, "frame": frame_of(sk), "solved": solved_geometry(sk)}
     if dropped:
         result["dropped"] = dropped
     return result
+
+
+def solved_geometry(sk):
+    """The sketch's own geometry as the solver left it, in the form add_sketch reads
+    (`line`, `circle`, `arc` with Sketcher's counter-clockwise angles). A replay that starts
+    from these numbers starts at the solution, so the solver has nothing to move: how it
+    orders its unknowns (by memory address, which differs from process to process) no longer
+    decides where an under-constrained sketch lands."""
+    out = []
+    for geo in sk.Geometry:
+        if isinstance(geo, Part.LineSegment):
+            a, b = geo.StartPoint, geo.EndPoint
+            out.append({"line": [a.x, a.y, b.x, b.y]})
+        elif isinstance(geo, Part.ArcOfCircle):
+            c = geo.Center
+            out.append({"arc": [c.x, c.y, geo.Radius, geo.FirstParameter, geo.LastParameter]})
+        elif isinstance(geo, Part.Circle):
+            c = geo.Center
+            out.append({"circle": [c.x, c.y, geo.Radius]})
+        else:
+            out.append(None)
+    return out
 
 
 def _conflicting(sk, labels):
@@ -152,18 +181,21 @@ def _constraint_key(c):
 
 
 def _drop_redundant(sk, labels):
-    """Remove the constraints the solver finds redundant; return their labels, in order.
-    Removal keeps the order of the rest, so the removed ones are found by walking both lists."""
+    """Remove the constraints the solver finds redundant; return the labels of those left
+    and of those removed, in order. Removal keeps the order of the rest, so the removed ones
+    are found by walking both lists."""
     before = [_constraint_key(c) for c in sk.Constraints]
     sk.autoRemoveRedundants(True)
     after = [_constraint_key(c) for c in sk.Constraints]
-    dropped, j = [], 0
+    kept, dropped, j = [], [], 0
     for i, key in enumerate(before):
+        label = labels[i] if i < len(labels) else "#%d" % i
         if j < len(after) and after[j] == key:
+            kept.append(label)
             j += 1
         else:
-            dropped.append(labels[i] if i < len(labels) else "#%d" % i)
-    return dropped
+            dropped.append(label)
+    return kept, dropped
 
 
 def _configure_extent(feat, extent, pocket):

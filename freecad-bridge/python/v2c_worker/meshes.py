@@ -2,7 +2,7 @@
 
 from v2c_worker.commands import Snapshot, execute
 from v2c_worker.document import MODEL, V
-from v2c_worker.entities import _clean, _vec, frame_of, state, support_of
+from v2c_worker.entities import _BASE_PLANES, _clean, _vec, frame_of, state, support_of
 
 
 def tessellate(linear, angular):
@@ -131,13 +131,24 @@ def plane_frame(on):
     """The local frame a sketch attached to `on` (XY, F3, P1) gets, without keeping it."""
     doc = MODEL.doc
     snapshot = Snapshot()
+    active = MODEL.body
     MODEL.referenced = MODEL.owners()
     try:
-        probe = MODEL.body.newObject("Sketcher::SketchObject", "FrameProbe")
+        if MODEL.body is not None:
+            probe = MODEL.body.newObject("Sketcher::SketchObject", "FrameProbe")
+        elif on in _BASE_PLANES:
+            # An imported model (a STEP file, an FCStd without bodies) has no body: a base
+            # plane is then a scratch body's, whose origin is the document's.
+            MODEL.body = doc.addObject("PartDesign::Body", "FrameScratch")
+            probe = MODEL.body.newObject("Sketcher::SketchObject", "FrameProbe")
+        else:
+            # A face of an imported shape: the probe stands in the document on its own.
+            probe = doc.addObject("Sketcher::SketchObject", "FrameProbe")
         probe.Support = support_of(on)
         probe.MapMode = "FlatFace"
         doc.recompute()
         return frame_of(probe)
     finally:
         MODEL.referenced = None
+        MODEL.body = active
         snapshot.restore()

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::command::{Command, Program};
 use crate::error::{BridgeError, CallError};
 use crate::lower::lower;
-use crate::protocol::{ExecuteReply, RefusalKind, Request};
+use crate::protocol::{ExecuteReply, RefusalKind, Request, SolvedGeometry};
 use crate::state::{EntityMatch, Frame, ModelState};
 use crate::worker::{WorkerConfig, WorkerProcess};
 
@@ -34,6 +34,9 @@ pub struct Executed {
     /// [`crate::command::Sketch::auto_coincident`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<String>,
+    /// A sketch's own primitives where the solver put them (see [`crate::command::Sketch::as_solved`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub solved: Vec<Option<SolvedGeometry>>,
 }
 
 /// An editable parameter of the document.
@@ -112,6 +115,8 @@ pub struct Session {
     id_map: Option<EntityMatch>,
     renumberings: Vec<Renumbering>,
     replacements: usize,
+    /// Requests the current worker has served since it started (the replay included).
+    served: usize,
 }
 
 impl Session {
@@ -127,6 +132,7 @@ impl Session {
             id_map: None,
             renumberings: Vec::new(),
             replacements: 0,
+            served: 0,
         })
     }
 
@@ -200,7 +206,12 @@ impl Session {
                 let reply: ExecuteReply =
                     serde_json::from_value(response).map_err(|e| protocol(format!("bad execute response: {e}")))?;
                 self.adopt(reply.state);
-                Ok(Executed { feature: reply.feature, frame: reply.frame, dropped: reply.dropped })
+                Ok(Executed {
+                    feature: reply.feature,
+                    frame: reply.frame,
+                    dropped: reply.dropped,
+                    solved: reply.solved,
+                })
             }
             Err(refusal) => Err(refusal.command(op)),
         }
@@ -238,6 +249,24 @@ impl Session {
             self.execute(command).map_err(|error| StepError { index, op: command.op().into(), error })?;
         }
         Ok(())
+    }
+
+    /// [`Session::execute_program`], returning the program as it was solved: each sketch as
+    /// [`crate::command::Sketch::as_solved`] gives it, so the result replays to this document
+    /// in any process. On a failure, the solved commands before the failing one come with
+    /// the error.
+    pub fn execute_program_solved(&mut self, program: &Program) -> Result<Program, (Program, StepError)> {
+        let mut solved = Program { commands: Vec::with_capacity(program.commands.len()), ..program.clone() };
+        for (index, command) in program.commands.iter().enumerate() {
+            match self.execute(command) {
+                Ok(executed) => solved.commands.push(match command {
+                    Command::Sketch(sketch) => Command::Sketch(sketch.as_solved(&executed)),
+                    other => other.clone(),
+                }),
+                Err(error) => return Err((solved, StepError { index, op: command.op().into(), error })),
+            }
+        }
+        Ok(solved)
     }
 
     /// Every extrusion depth of the document (both sides of a two-sided extrusion, the
@@ -327,6 +356,22 @@ impl Session {
         self.log.clear();
         let state = self.query(Request::Reset, "model state")?;
         Ok(self.adopt(state))
+    }
+
+    /// An empty document in a worker that has served nothing yet (a new one, unless the
+    /// current one is still untouched). FreeCAD's results depend on what its process did
+    /// before (the solver and the booleans order by memory address): work that must give the
+    /// same numbers in every run, such as scoring a sample, starts here.
+    pub fn fresh_start(&mut self) -> Result<(), BridgeError> {
+        self.log.clear();
+        self.state = ModelState::empty();
+        self.worker_state = ModelState::empty();
+        self.id_map = None;
+        if self.worker.is_none() || self.served > 0 {
+            self.worker = None;
+            self.rebuild().map_err(BridgeError::Worker)?;
+        }
+        Ok(())
     }
 
     /// Replace the worker with a fresh one holding the same document (recycling long-lived

@@ -124,9 +124,13 @@ impl Session {
         let Some(worker) = self.worker.as_mut() else {
             return Err(BridgeError::Worker(CallError::Spawn("no worker".into())));
         };
+        self.served += 1;
         match worker.call(&request, timeout) {
             Ok(v) => {
                 if logged {
+                    if is_execute {
+                        crate::solved::settle_logged(&mut request, &v);
+                    }
                     let before = is_execute.then(|| self.worker_state.clone());
                     self.log.push(Logged { request, before });
                 }
@@ -230,6 +234,7 @@ impl Session {
         }
         self.renumberings.extend(renumbered);
         self.worker_state = current;
+        self.served = relogged.len();
         self.log = relogged;
         self.worker = Some(worker);
         Ok(())

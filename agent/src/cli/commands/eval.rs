@@ -99,6 +99,14 @@ pub fn run(args: &EvalArgs) -> Result<ExitCode> {
     {
         return Err(e).context("cannot write the table");
     }
+    if report.n_errors > 0 {
+        // The table stands, but it is not the whole evaluation: say so in the exit status.
+        eprintln!(
+            "error: {} of {} samples could not be scored (evaluator errors, listed above; not counted in CR)",
+            report.n_errors, report.n
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
 }
 

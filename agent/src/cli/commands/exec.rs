@@ -12,7 +12,9 @@ use crate::cli::files::{read_program, write_outputs};
 pub struct ExecArgs {
     /// The program (JSON, see `vision2cad schema`).
     pub program: PathBuf,
-    /// Output directory (created if missing).
+    /// Output directory (created if missing): model.FCStd, model.step, model.glb,
+    /// state.json and solved_program.json (the program with each sketch as FreeCAD solved
+    /// it, which replays to this model in any process).
     #[arg(long)]
     pub out: PathBuf,
     /// Multiply every extrusion depth by this factor before writing (1.1 for the edit test).
@@ -22,6 +24,9 @@ pub struct ExecArgs {
     pub worker: WorkerArgs,
 }
 
+/// The program as solved, beside the model in `--out` (up to the failing command, if one failed).
+pub const SOLVED_PROGRAM: &str = "solved_program.json";
+
 pub fn run(args: &ExecArgs) -> Result<ExitCode> {
     if let Some(f) = args.scale_extrusions {
         anyhow::ensure!(f.is_finite() && f > 0.0, "--scale-extrusions must be a positive number, got {f}");
@@ -30,7 +35,10 @@ pub fn run(args: &ExecArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create output directory {}", args.out.display()))?;
     let mut session = args.worker.session()?;
-    let mut failure = session.execute_program(&program).err().map(anyhow::Error::from);
+    let (solved, mut failure) = match session.execute_program_solved(&program) {
+        Ok(solved) => (solved, None),
+        Err((solved, e)) => (solved, Some(anyhow::Error::from(e))),
+    };
     if failure.is_none()
         && let Some(factor) = args.scale_extrusions
         && let Err(e) = session.scale_extrusions(factor)
@@ -41,6 +49,11 @@ pub fn run(args: &ExecArgs) -> Result<ExitCode> {
         );
     }
     write_outputs(&mut session, &args.out)?;
+    // The program as FreeCAD solved it (before any --scale-extrusions): it replays to this
+    // model in any process, where a rough drawing lands where each process's solver puts it.
+    let mut text = serde_json::to_string_pretty(&solved)?;
+    text.push('\n');
+    crate::cli::files::write_atomic(&args.out.join(SOLVED_PROGRAM), text.as_bytes())?;
     let state = session.state();
     eprintln!(
         "wrote {}: {} faces, {} edges, volume {:.6}, {}",

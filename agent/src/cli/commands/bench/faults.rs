@@ -2,7 +2,8 @@
 //! a one-worker pool twice, undisturbed and with workers killed (SIGKILL) at evenly spread
 //! requests (`VISION2CAD_FAULT_KILL_AT`); the results must match, and the extra time per
 //! fault is reported against a worker's start and an item's mean time, measured in the
-//! same run.
+//! same run. Then the same for `eval` (the examples against themselves, static and edit10):
+//! the reports through faults must equal the undisturbed ones to the bit.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -85,11 +86,57 @@ pub fn run(args: &FaultBench) -> Result<ExitCode> {
         per_fault / item_s
     );
     println!("results identical to the undisturbed run: yes");
+
+    // Evaluation: every example against itself under both protocols, undisturbed and with
+    // workers killed; the reports must be equal to the bit.
+    let pairs: Vec<eval::Pair> = program_paths(&args.programs)?
+        .into_iter()
+        .map(|p| eval::Pair {
+            id: p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+            pred: Some(p.clone()),
+            gt: p,
+        })
+        .collect();
+    let run_eval = |name: &str, at: &[u64]| -> Result<(f64, Vec<eval::Report>, u64)> {
+        let counter = scratch.path().join(format!("eval-{name}.count"));
+        let plan = at.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+        let config =
+            args.worker.config()?.with_env(crate::cli::env::FAULT_KILL_AT, format!("{}:{plan}", counter.display()));
+        let pool = WorkerPool::new(config, 1);
+        let started = Instant::now();
+        let reports = [eval::Protocol::Static, eval::Protocol::Edit10]
+            .into_iter()
+            .map(|protocol| {
+                let options = eval::EvalOptions { protocol, ..eval::EvalOptions::default() };
+                eval::evaluate(&pool, &pairs, &options, || {})
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let served = std::fs::read_to_string(&counter).unwrap_or_default().trim().parse().unwrap_or(0);
+        Ok((started.elapsed().as_secs_f64(), reports, served))
+    };
+    let (eval_clean_s, clean_reports, eval_requests) = run_eval("clean", &[])?;
+    let eval_at: Vec<u64> = (0..args.faults)
+        .map(|i| ((i as f64 + 0.5) * eval_requests as f64 / args.faults as f64).ceil() as u64)
+        .collect();
+    let (eval_faulty_s, faulty_reports, _) = run_eval("faulty", &eval_at)?;
+    anyhow::ensure!(
+        faulty_reports == clean_reports,
+        "the evaluation through faults gave another report than the undisturbed one"
+    );
+    let eval_per_fault = (eval_faulty_s - eval_clean_s) / args.faults as f64;
+    println!("eval of {} examples against themselves (static and edit10), {eval_requests} requests", pairs.len());
+    println!("undisturbed            {eval_clean_s:>8.2} s");
+    println!("{} workers killed       {eval_faulty_s:>8.2} s", args.faults);
+    println!("cost per fault         {eval_per_fault:>8.3} s  ({:.2}x a worker's start)", eval_per_fault / start_s);
+    println!("reports identical to the undisturbed run, to the bit: yes");
     if let Some(path) = &args.json {
         let report = json!({
             "batch": batch.len(), "requests": requests, "faults": args.faults, "fault_at": at,
             "clean_seconds": clean_s, "faulty_seconds": faulty_s, "faulty_requests": faulty_requests,
             "seconds_per_fault": per_fault, "worker_start_seconds": start_s, "item_seconds": item_s,
+            "eval_samples": pairs.len(), "eval_requests": eval_requests, "eval_fault_at": eval_at,
+            "eval_clean_seconds": eval_clean_s, "eval_faulty_seconds": eval_faulty_s,
+            "eval_seconds_per_fault": eval_per_fault,
         });
         crate::cli::files::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
     }
