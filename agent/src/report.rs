@@ -134,8 +134,8 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                     if call.cached { ", from the response cache" } else { "" }
                 );
                 for img in call.request.images.iter().filter(|i| *i != "views/target.png") {
-                    // The preview's two panels at their full size.
-                    if img.ends_with("_preview.png") {
+                    // The preview's two panels and the two overlays at their full size.
+                    if img.ends_with("_preview.png") || img.ends_with("_overlay.png") {
                         let _ = write!(h, "<div class=\"wide\">{}</div>", image_tag(dir, img));
                     } else {
                         h.push_str(&image_tag(dir, img));

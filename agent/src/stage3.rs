@@ -33,26 +33,34 @@ impl Engine<'_> {
             register::draw_sphere_on(&mut view, self.sphere);
         }
         // The two silhouettes overlaid: where a dimension or a position is off shows as a
-        // coloured band, which side by side is hard to see.
+        // coloured band, which side by side is hard to see. The overlays are a second image:
+        // four panels in one strip (2012 px at 500 px views) were shrunk by readers' viewers,
+        // and the 1 px bands lost.
+        let mut overlays: Option<image::RgbImage> = None;
         let overlap = self.framed_mask.as_ref().filter(|m| m.len() == view.ids.face.len()).map(|mask| {
             let (mut panel, overlap) = views::silhouette_overlap(&view.ids, mask);
             let (half, radius) = (f64::from(panel.width()) / 2.0, crate::engine::circle_px(panel.width()));
             register::draw_sphere(&mut panel, [half, half], radius);
-            view.image = views::append_panel(&view.image, &panel, "silhouettes overlaid");
+            views::caption(&mut panel, "silhouettes overlaid");
+            overlays = Some(panel);
             overlap
         });
         // The lines inside the outline: a wall's inner side, holes and slots on a face.
-        let lines = match (&overlap, &self.framed_lines, &self.framed_mask) {
-            (Some(o), Some(lines), Some(mask)) if lines.len() == view.ids.edge.len() => {
+        let lines = match (&overlap, &self.framed_lines, &self.framed_mask, &overlays) {
+            (Some(o), Some(lines), Some(mask), Some(silhouettes)) if lines.len() == view.ids.edge.len() => {
                 let (mut panel, counts) = views::line_overlap(&view.ids, lines, mask, o.shift_px);
                 let (half, radius) = (f64::from(panel.width()) / 2.0, crate::engine::circle_px(panel.width()));
                 register::draw_sphere(&mut panel, [half, half], radius);
-                view.image = views::append_panel(&view.image, &panel, "edges overlaid");
+                overlays = Some(views::append_panel(silhouettes, &panel, "edges overlaid"));
                 Some(counts)
             }
             _ => None,
         };
-        let image = self.save(&view.image, &format!("step{:02}_try{}_preview.png", turn.step, turn.attempt))?;
+        let name = |what: &str| format!("step{:02}_try{}_{what}.png", turn.step, turn.attempt);
+        let mut images = vec![self.save(&view.image, &name("preview"))?];
+        if let Some(overlays) = &overlays {
+            images.push(self.save(overlays, &name("overlay"))?);
+        }
         self.timing.render += start.elapsed().as_secs_f64();
         let start = Instant::now();
         let fill = Fill::default()
@@ -69,7 +77,7 @@ impl Engine<'_> {
         let mut context = self.context(state);
         context.plan = Some(plan.clone());
         context.preview = Some(preview.state.clone());
-        let request = self.request(Stage::Stage3, "stage3.md", fill, vec![image], context)?;
+        let request = self.request(Stage::Stage3, "stage3.md", fill, images, context)?;
         self.timing.prompt += start.elapsed().as_secs_f64();
         let asked =
             self.ask(vlm, request, turn, |v| serde_json::from_value::<Verdict>(v).map_err(|e| e.to_string()))?;

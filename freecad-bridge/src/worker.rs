@@ -83,6 +83,23 @@ impl WorkerConfig {
     }
 }
 
+/// The library every worker preloads so that FreeCAD's sketch solver runs its helper threads
+/// inline, in the thread that starts them (`native/solver_threads.c` says why), built by
+/// `build.rs`.
+const SOLVER_THREADS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libv2c_solver_threads.so"));
+const SOLVER_THREADS_NAME: &str = "libv2c_solver_threads.so";
+
+/// `LD_PRELOAD` for a worker: `library` first, then whatever the caller's environment
+/// preloads.
+fn preload_list(library: &Path) -> OsString {
+    let mut list = OsString::from(library);
+    if let Some(more) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        list.push(":");
+        list.push(more);
+    }
+    list
+}
+
 /// `setarch`, where it can start a program without address-space randomisation.
 ///
 /// FreeCAD's sketch solver and OpenCascade's booleans iterate maps keyed by memory
@@ -142,8 +159,13 @@ impl WorkerProcess {
             }
             None => Process::new(&config.program),
         };
+        // FreeCAD's sketch solver runs its helper threads inline (native/solver_threads.c).
+        let preload = home.path().join(SOLVER_THREADS_NAME);
+        std::fs::write(&preload, SOLVER_THREADS)
+            .map_err(|e| CallError::Spawn(format!("cannot write {}: {e}", preload.display())))?;
         let mut child = process
             .args(&config.args)
+            .env("LD_PRELOAD", preload_list(&preload))
             // Debian's interpreter and nothing from the user's site: FreeCAD's modules are
             // built for exactly this Python.
             .env("PYTHONHOME", "/usr")

@@ -33,19 +33,20 @@ pub mod camera;
 mod draw;
 pub mod glb;
 pub mod labels;
+mod overlay;
 pub mod raster;
 pub mod scene;
 mod view;
 
 pub use camera::{Camera, ISOMETRIC, Projection, axes_on_screen};
 pub use glb::glb;
+pub use overlay::{LINE_REACH, LineOverlap, Overlap, best_shift, line_overlap, profile, silhouette_overlap};
 pub use raster::{IdBuffers, Style};
 pub use scene::{Material, NO_ENTITY, Scene};
 pub use view::{
-    LINE_REACH, LabelKinds, LabelMeta, LineOverlap, MIN_EDGE_PIXELS, Meta, NO_ROOM, Options, Overlap, PREVIEW_FILL,
-    ProjectedEdge, SEAM, SketchMeta, TAGGED_FILL, TARGET_FILL, Unlabelled, View, ViewToWorld, Window, append_panel,
-    axis_name, best_shift, draw_axes, in_sketch_picture, line_overlap, plane_inset, preview, profile,
-    silhouette_overlap, sketch, tagged, target,
+    LabelKinds, LabelMeta, MIN_EDGE_PIXELS, Meta, NO_ROOM, Options, PREVIEW_FILL, ProjectedEdge, SEAM, SketchMeta,
+    TAGGED_FILL, TARGET_FILL, Unlabelled, View, ViewToWorld, Window, append_panel, axis_name, caption, draw_axes,
+    in_sketch_picture, plane_inset, preview, sketch, tagged, target,
 };
 
 /// A tessellation tolerance suited to a view of a part of this size (bounding diagonal).
