@@ -57,6 +57,9 @@ pub struct Config {
     pub part_radius: f64,
     /// PGR: a sketch point this close to a projected vertex (view units) snaps to it.
     pub snap_tolerance: f64,
+    /// Experimental, off by default: after Stage 2, move the candidate's extrusion depths to
+    /// agree with the target's pixels (`fit.rs`; it still moves exact candidates).
+    pub fit: bool,
     /// Prompt templates; the built-in ones when unset.
     pub prompts: Option<PathBuf>,
     /// The GERD-RET index Stage 1 retrieves examples from (`vision2cad gerd index`).
@@ -81,6 +84,7 @@ impl Default for Config {
             direction: views::ISOMETRIC,
             part_radius: 50.0,
             snap_tolerance: 0.002,
+            fit: false,
             prompts: None,
             rag_index: None,
             rag_k: 3,

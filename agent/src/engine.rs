@@ -23,7 +23,7 @@ use crate::prompts::{Fill, Prompts};
 use crate::register::Target;
 use crate::stage1::Plan;
 use crate::vlm::{Context, Request, Sphere, Stage, Usage, Vlm};
-use crate::{rag, register, report};
+use crate::{fit, rag, register, report};
 
 /// Seconds spent, by kind of work.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -190,6 +190,14 @@ impl Reconstruction {
             framed_target: (!config.ablations.no_reg).then(|| framed_with_circle(&target, config.view_size)),
             framed_mask: (!config.ablations.no_reg).then(|| target.framed_mask(config.view_size, views::TAGGED_FILL)),
             framed_lines: (!config.ablations.no_reg).then(|| target.framed_lines(config.view_size, views::TAGGED_FILL)),
+            fit_target: (!config.ablations.no_reg && config.fit).then(|| {
+                fit::TargetPixels::new(
+                    config.view_size,
+                    target.framed_mask(config.view_size, views::TAGGED_FILL),
+                    &target.framed_lines(config.view_size, views::TAGGED_FILL),
+                )
+            }),
+            fit_report: None,
             target,
             history: Vec::new(),
             history_notes: Vec::new(),
@@ -300,6 +308,10 @@ pub(crate) struct Engine<'a> {
     /// The target's drawn lines at that framing (none under no-Reg): Stage 3 lays the
     /// candidate's edges over them.
     pub framed_lines: Option<Vec<bool>>,
+    /// The target as the fit compares candidates with it (none under no-Reg or no-fit).
+    fit_target: Option<fit::TargetPixels>,
+    /// The fit of the candidate Stage 3 is judging, when one ran.
+    pub fit_report: Option<fit::FitReport>,
     trace: JsonlTrace,
     sinks: &'a mut Vec<Box<dyn Sink>>,
     pub history: Vec<Command>,
@@ -749,13 +761,16 @@ impl Engine<'_> {
                 Err(reason) => return Ok(Attempt::retry(reason)),
             }
         };
+        let (command, preview) = self.fit(session, command, preview, turn)?;
         if turn.verify {
             let retry = self.stage3(vlm, state, &plan, &preview, turn)?;
+            self.fit_report = None;
             if let Some(retry) = retry {
                 self.rollback(session)?;
                 return Ok(retry);
             }
         }
+        self.fit_report = None;
         if let Err(e) = kernel(&mut self.timing, session, |s| s.execute(&command)) {
             self.rollback(session)?;
             return self.failed_candidate(turn, e.to_string());
@@ -834,6 +849,35 @@ impl Engine<'_> {
                     self.rollback(session)?;
                 }
                 Ok(Err(CandidateFailure { reason: e.to_string(), unsolvable_sketch: None }))
+            }
+        }
+    }
+
+    /// The fit ([`fit`]): the candidate's depths moved to agree with the target's pixels,
+    /// recorded in the trace and kept for Stage 3. A fit that fails (the kernel refuses a
+    /// request) leaves the candidate as the model made it.
+    fn fit(
+        &mut self,
+        session: &mut Session,
+        command: Command,
+        preview: Preview,
+        turn: Turn,
+    ) -> Result<(Command, Preview), LoopError> {
+        let Some(target) = &self.fit_target else { return Ok((command, preview)) };
+        let opts = self.options();
+        let diagonal = session.state().bbox.map_or(2.0 * self.sphere.radius, |b| b.diagonal());
+        let deflection = views::deflection_for(diagonal);
+        let fitted = kernel(&mut self.timing, session, |s| fit::fit_extrusion(s, &command, target, &opts, deflection));
+        match fitted {
+            Ok(Some((fitted, report))) => {
+                self.emit(TraceEvent::Fit { step: turn.step, attempt: turn.attempt, report: report.clone() })?;
+                self.fit_report = (!report.changes.is_empty()).then_some(report);
+                Ok(fitted.unwrap_or((command, preview)))
+            }
+            Ok(None) => Ok((command, preview)),
+            Err(e) => {
+                tracing::warn!("the fit of step {} failed, the candidate stays as drawn: {e}", turn.step);
+                Ok((command, preview))
             }
         }
     }

@@ -50,6 +50,9 @@ pub enum TraceEvent {
     /// (`#3` is the sketch's `constraints[3]`: the drawing's, then PGR's ties; `auto` a
     /// coincidence the bridge added where curves meet).
     Dropped { step: usize, attempt: usize, sketch: String, constraints: Vec<String> },
+    /// The fit moved the candidate's numbers to agree with the target's pixels (or found no
+    /// value that agrees better: `changes` empty).
+    Fit { step: usize, attempt: usize, report: crate::fit::FitReport },
     /// Stage 3 rejected the candidate.
     Rejected { step: usize, attempt: usize, reasons: Vec<String> },
     /// A candidate was executed: committed (`ok`) or failed.

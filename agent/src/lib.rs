@@ -36,6 +36,7 @@ pub mod direct_code;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod fit;
 pub mod lcb;
 pub mod pgr;
 pub mod prompts;

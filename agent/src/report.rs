@@ -201,6 +201,23 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                     escape(&constraints.join(", "))
                 );
             }
+            TraceEvent::Fit { report, .. } => {
+                let _ = if report.changes.is_empty() {
+                    write!(
+                        h,
+                        "<p>Fit: no depth agrees better with the target; the candidate stays as drawn ({} renders, {:.2} s).</p>",
+                        report.evaluations, report.seconds
+                    )
+                } else {
+                    write!(
+                        h,
+                        "<p>Fit: {} ({} renders, {:.2} s).</p>",
+                        escape(&report.describe()),
+                        report.evaluations,
+                        report.seconds
+                    )
+                };
+            }
             TraceEvent::End { reason, .. } => {
                 let _ = write!(h, "<h2>END</h2><p>{}</p>", escape(reason));
             }

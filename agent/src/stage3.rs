@@ -73,7 +73,9 @@ impl Engine<'_> {
             .flag("overlap", overlap.is_some())
             .value("lines", lines.map(|l| l.describe()).unwrap_or_default())
             .flag("lines", lines.is_some())
-            .flag("revision", plan.revision.is_some());
+            .flag("revision", plan.revision.is_some())
+            .value("fit", self.fit_report.as_ref().map(|f| f.describe()).unwrap_or_default())
+            .flag("fit", self.fit_report.is_some());
         let mut context = self.context(state);
         context.plan = Some(plan.clone());
         context.preview = Some(preview.state.clone());

@@ -844,3 +844,34 @@ fn a_crowded_model_is_tagged_in_two_views() {
         last["request"]["images"].as_array().expect("images").iter().filter_map(Value::as_str).collect();
     assert!(names[2].ends_with("_tagged_faces.png"), "{names:?}");
 }
+
+/// The fit is experimental and off by default: without `--fit` no fit runs; with it, every
+/// extrusion's depths are fitted within 25% of the model's, the trace records each fit
+/// (numbers before and after, agreement, renders) and the report shows it.
+#[test]
+fn the_experimental_fit_runs_only_when_asked_and_is_recorded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gt = example_path("box");
+    let image = target_image(&gt, dir.path());
+    let gt_arg = gt.to_str().expect("utf-8");
+    let plain = dir.path().join("plain");
+    assert!(reconstruct(&image, &plain, &["--vlm", "oracle", "--gt", gt_arg]).status.success());
+    assert!(!trace(&plain).iter().any(|e| e["event"] == "fit"), "no fit unless asked for");
+
+    let fitted = dir.path().join("fitted");
+    let run = reconstruct(&image, &fitted, &["--vlm", "oracle", "--gt", gt_arg, "--fit"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let fits: Vec<Value> = trace(&fitted).into_iter().filter(|e| e["event"] == "fit").collect();
+    assert!(!fits.is_empty(), "the box's pad is fitted");
+    for fit in &fits {
+        let report = &fit["report"];
+        assert!(report["evaluations"].as_u64() >= Some(9), "{fit}");
+        for change in report["changes"].as_array().expect("changes") {
+            let (from, to) = (change["from"].as_f64().expect("from"), change["to"].as_f64().expect("to"));
+            assert!((to / from - 1.0).abs() <= 0.25 + 1e-9, "within reach: {change}");
+        }
+        assert!(report["after"]["edge_px"].as_f64() <= report["before"]["edge_px"].as_f64(), "{fit}");
+    }
+    let html = std::fs::read_to_string(fitted.join("report.html")).expect("report");
+    assert!(html.contains("Fit:"), "the report shows the fit");
+}

@@ -250,6 +250,18 @@ pub fn line_overlap(
     (image, counts)
 }
 
+/// For every pixel of a `w` x `h` picture (row by row), how far away the nearest pixel of
+/// `mask` is, in pixels (infinite where the mask is empty).
+pub fn distance_to(mask: &[bool], w: u32, h: u32) -> Vec<f32> {
+    let image = image::GrayImage::from_fn(w, h, |x, y| {
+        image::Luma([u8::from(mask.get((y * w + x) as usize).copied().unwrap_or(false)) * 255])
+    });
+    imageproc::distance_transform::euclidean_squared_distance_transform(&image)
+        .pixels()
+        .map(|p| p.0[0].sqrt() as f32)
+        .collect()
+}
+
 /// Pixels of a mask (`w` x `h`, row by row) per column (or per row).
 pub fn profile(mask: &[bool], w: usize, h: usize, by_column: bool) -> Vec<f64> {
     let mut p = vec![0.0; if by_column { w } else { h }];
@@ -285,6 +297,15 @@ mod tests {
     /// Lines inside an outline: the candidate's edges (a square's outline) against the
     /// target's lines (the same outline 3 px right, where the shift puts the candidate, and
     /// an interior line the candidate lacks).
+    #[test]
+    fn distances_count_pixels_to_the_nearest_marked_one() {
+        let mut mask = vec![false; 25];
+        mask[12] = true; // the centre of a 5 x 5 picture
+        let d = distance_to(&mask, 5, 5);
+        assert_eq!((d[12], d[13], d[7], d[0]), (0.0, 1.0, 1.0, 8f32.sqrt()));
+        assert!(distance_to(&[false; 4], 2, 2)[0].is_infinite());
+    }
+
     #[test]
     fn the_line_overlap_finds_a_line_the_candidate_lacks() {
         // Below the legend, which covers the top left corner.

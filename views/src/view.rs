@@ -131,6 +131,14 @@ fn render(scene: &Scene, camera: &Camera, style: &Style) -> (RgbImage, IdBuffers
     raster.finish()
 }
 
+/// What a model looks like at the framing of Stage 3's candidate panel (the preview's,
+/// on S_t), without labels or overlays: which face and edge each pixel shows. The fit
+/// compares these with the target's silhouette and lines many times per step, so it is the
+/// cheapest render there is.
+pub fn outline(scene: &Scene, opts: &Options) -> IdBuffers {
+    render(scene, &camera_for(scene, opts, PREVIEW_FILL), &Style::target()).1
+}
+
 /// The finished part as public image-to-CAD benchmarks show it: gray, black edges, white.
 pub fn target(scene: &Scene, opts: &Options) -> View {
     let camera = camera_for(scene, opts, TARGET_FILL);

@@ -68,6 +68,7 @@ pub fn config(args: &ReconstructArgs) -> Result<Config> {
     ab.no_reg |= args.no_reg;
     ab.no_rag |= args.no_rag;
     ab.no_evf |= args.no_evf;
+    config.fit |= args.fit;
     config.check()?;
     Ok(config)
 }

@@ -78,6 +78,10 @@ pub struct ReconstructArgs {
     /// No Stage 3: candidates are committed unverified.
     #[arg(long)]
     pub no_evf: bool,
+    /// Experimental: fit the candidate's extrusion depths to the target's pixels after
+    /// Stage 2 (off by default: it still moves exact candidates; docs/reconstruct.md).
+    #[arg(long)]
+    pub fit: bool,
     /// --vlm sim: one rate of the error model, KEY=VALUE (sigma, reference, frame,
     /// parameter, operation, judge_threshold, judge_flip); may be repeated.
     #[arg(long, value_name = "KEY=VALUE")]
