@@ -15,12 +15,10 @@
 //! A plate grown into its boss moves its top edges off the target's lines and gains nothing.
 //! A fit that does not lower the cost by [`MIN_GAIN`] px is dropped.
 //!
-//! **Experimental, off by default** (`--fit`, `fit = true`): on the bundled plate the oracle's
-//! exact first pad (9.967 mm at S_t's scale) agrees with the target's lines to 0.98 px on
-//! average, and a pad 4% thinner to 0.76 px, so the fit moves an exact candidate, Stage 3's
-//! oracle rejects it, and the run fails. The candidate's scale against S_t's circle, or a
-//! systematic offset between the two renderers' lines, is what it then chases; until the
-//! objective leaves exact candidates alone it must not run by default.
+//! **Experimental, off by default** (`--fit`, `fit = true`; docs/reconstruct.md has the
+//! figures): it leaves exact candidates alone, but with the simulated model's size errors it
+//! moves depths to make up for errors in the sketch (one pad grew 22%), and on 10 generated
+//! parts it did not raise mIoU. Until it does, it must not run by default.
 
 use std::time::Instant;
 
@@ -228,8 +226,15 @@ fn set_value(extent: &mut Extent, name: &str, v: f64) {
     }
 }
 
-/// How a candidate's picture (`ids`, at the target's framing) agrees with the target, after
-/// the shift that lines the two silhouettes up, as Stage 3's overlay and registration do.
+/// How far (pixels, each axis) around the silhouettes' alignment the edges are lined up.
+const ALIGN_REACH: i64 = 3;
+
+/// How a candidate's picture (`ids`, at the target's framing) agrees with the target. The
+/// two are lined up as Stage 3's overlay and registration line them up (the silhouettes'
+/// profiles), then the candidate's edges are moved up to [`ALIGN_REACH`] px further to where
+/// they lie closest to the target's lines: the profiles of a partial model inside the
+/// target's silhouette leave its position loose by a few pixels, and a fit that scored the
+/// edges at a loose position would change a depth to make up for the position.
 pub fn agreement(ids: &IdBuffers, target: &TargetPixels) -> Agreement {
     let (w, h) = (ids.width as usize, ids.height as usize);
     let candidate: Vec<bool> = ids.covered.iter().zip(&ids.edge).map(|(&c, &e)| c || e != NO_ENTITY).collect();
@@ -245,27 +250,38 @@ pub fn agreement(ids: &IdBuffers, target: &TargetPixels) -> Agreement {
             h as i64 / 4,
         ),
     ];
-    let target_area = target.mask.iter().filter(|m| **m).count().max(1) as f64;
-    let (mut edge_sum, mut edge_count, mut extra) = (0.0, 0usize, 0usize);
-    for y in 0..h {
-        for x in 0..w {
-            let i = y * w + x;
-            let (tx, ty) = (x as i64 + shift[0], y as i64 + shift[1]);
-            let inside = tx >= 0 && ty >= 0 && (tx as usize) < w && (ty as usize) < h;
-            let t = if inside { Some(ty as usize * w + tx as usize) } else { None };
-            if ids.edge[i] != NO_ENTITY {
-                edge_count += 1;
-                edge_sum += t.map_or(EDGE_CAP, |t| f64::from(target.line_distance[t]).min(EDGE_CAP));
-            }
-            if candidate[i] && !t.is_some_and(|t| target.mask[t]) {
-                extra += 1;
+    let at = |x: i64, y: i64| {
+        (x >= 0 && y >= 0 && (x as usize) < w && (y as usize) < h).then(|| y as usize * w + x as usize)
+    };
+    let edges: Vec<(i64, i64)> =
+        (0..w * h).filter(|&i| ids.edge[i] != NO_ENTITY).map(|i| ((i % w) as i64, (i / w) as i64)).collect();
+    let mean_distance = |dx: i64, dy: i64| {
+        if edges.is_empty() {
+            return EDGE_CAP;
+        }
+        let sum: f64 = edges
+            .iter()
+            .map(|&(x, y)| at(x + dx, y + dy).map_or(EDGE_CAP, |t| f64::from(target.line_distance[t]).min(EDGE_CAP)))
+            .sum();
+        sum / edges.len() as f64
+    };
+    let mut best = (f64::INFINITY, shift);
+    for dy in -ALIGN_REACH..=ALIGN_REACH {
+        for dx in -ALIGN_REACH..=ALIGN_REACH {
+            let d = mean_distance(shift[0] + dx, shift[1] + dy);
+            if d < best.0 - 1e-12 {
+                best = (d, [shift[0] + dx, shift[1] + dy]);
             }
         }
     }
-    Agreement {
-        edge_px: if edge_count == 0 { EDGE_CAP } else { edge_sum / edge_count as f64 },
-        extra: extra as f64 / target_area,
-    }
+    let (edge_px, shift) = best;
+    let target_area = target.mask.iter().filter(|m| **m).count().max(1) as f64;
+    let extra = (0..w * h)
+        .filter(|&i| {
+            candidate[i] && !at((i % w) as i64 + shift[0], (i / w) as i64 + shift[1]).is_some_and(|t| target.mask[t])
+        })
+        .count();
+    Agreement { edge_px, extra: extra as f64 / target_area }
 }
 
 #[cfg(test)]

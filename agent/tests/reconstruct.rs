@@ -624,8 +624,9 @@ fn the_preview_shows_the_target_at_the_candidates_scale() {
         .collect();
     previews.sort();
     let preview = image::open(previews.last().expect("a preview")).expect("png").to_rgb8();
-    // Four panels: the candidate, the target, the silhouettes and the edges overlaid.
-    let width = (preview.width() - 12) / 4;
+    // Two panels, the candidate and the target (the overlays are Stage 3's second image,
+    // `_overlay.png`, of the same panel width).
+    let width = (preview.width() - 4) / 2;
     let (candidate_center, candidate) = panel_circle(&preview, 0, width);
     let (target_center, target) = panel_circle(&preview, width + 4, width);
     assert!((candidate / target - 1.0).abs() < 0.03, "candidate radius {candidate:.1} px, target {target:.1} px");
