@@ -204,7 +204,7 @@ pub fn fit_extrusion(
         evaluations,
         seconds: started.elapsed().as_secs_f64(),
     };
-    let fitted = (!report.changes.is_empty()).then(|| (Command::Extrude(best), best_preview));
+    let fitted = (!report.changes.is_empty()).then_some((Command::Extrude(best), best_preview));
     Ok(Some((fitted, report)))
 }
 

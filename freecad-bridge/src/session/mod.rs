@@ -253,9 +253,9 @@ impl Session {
 
     /// [`Session::execute_program`], returning the program as it was solved: each sketch as
     /// [`crate::command::Sketch::as_solved`] gives it, so the result replays to this document
-    /// in any process. On a failure, the solved commands before the failing one come with
-    /// the error.
-    pub fn execute_program_solved(&mut self, program: &Program) -> Result<Program, (Program, StepError)> {
+    /// in any process. On a failure, the program holds the solved commands before the
+    /// failing one.
+    pub fn execute_program_solved(&mut self, program: &Program) -> (Program, Result<(), StepError>) {
         let mut solved = Program { commands: Vec::with_capacity(program.commands.len()), ..program.clone() };
         for (index, command) in program.commands.iter().enumerate() {
             match self.execute(command) {
@@ -263,10 +263,10 @@ impl Session {
                     Command::Sketch(sketch) => Command::Sketch(sketch.as_solved(&executed)),
                     other => other.clone(),
                 }),
-                Err(error) => return Err((solved, StepError { index, op: command.op().into(), error })),
+                Err(error) => return (solved, Err(StepError { index, op: command.op().into(), error })),
             }
         }
-        Ok(solved)
+        (solved, Ok(()))
     }
 
     /// Every extrusion depth of the document (both sides of a two-sided extrusion, the

@@ -35,10 +35,8 @@ pub fn run(args: &ExecArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create output directory {}", args.out.display()))?;
     let mut session = args.worker.session()?;
-    let (solved, mut failure) = match session.execute_program_solved(&program) {
-        Ok(solved) => (solved, None),
-        Err((solved, e)) => (solved, Some(anyhow::Error::from(e))),
-    };
+    let (solved, result) = session.execute_program_solved(&program);
+    let mut failure = result.err().map(anyhow::Error::from);
     if failure.is_none()
         && let Some(factor) = args.scale_extrusions
         && let Err(e) = session.scale_extrusions(factor)
