@@ -308,7 +308,7 @@ pub(crate) struct Engine<'a> {
     /// The target's drawn lines at that framing (none under no-Reg): Stage 3 lays the
     /// candidate's edges over them.
     pub framed_lines: Option<Vec<bool>>,
-    /// The target as the fit compares candidates with it (none under no-Reg or no-fit).
+    /// The target as the fit compares candidates with it (only with `fit` on, not under no-Reg).
     fit_target: Option<fit::TargetPixels>,
     /// The fit of the candidate Stage 3 is judging, when one ran.
     pub fit_report: Option<fit::FitReport>,
