@@ -181,22 +181,25 @@ impl Reconstruction {
         };
         std::fs::create_dir_all(out.join("views")).map_err(|e| LoopError::io(out, e))?;
         let name = image.file_stem().map_or("part".into(), |s| s.to_string_lossy().into_owned());
+        let reg = !config.ablations.no_reg;
+        let framed_mask = reg.then(|| target.framed_mask(config.view_size, views::TAGGED_FILL));
+        let framed_lines = reg.then(|| target.framed_lines(config.view_size, views::TAGGED_FILL));
+        let fit_target = match (&framed_mask, &framed_lines) {
+            (Some(mask), Some(lines)) if config.fit => {
+                Some(fit::TargetPixels::new(config.view_size, mask.clone(), lines))
+            }
+            _ => None,
+        };
         let engine = Engine {
             config,
             prompts,
             out: out.to_path_buf(),
             trace: JsonlTrace::open(&out.join("trace.jsonl"), self.resume)?,
             sinks: &mut self.sinks,
-            framed_target: (!config.ablations.no_reg).then(|| framed_with_circle(&target, config.view_size)),
-            framed_mask: (!config.ablations.no_reg).then(|| target.framed_mask(config.view_size, views::TAGGED_FILL)),
-            framed_lines: (!config.ablations.no_reg).then(|| target.framed_lines(config.view_size, views::TAGGED_FILL)),
-            fit_target: (!config.ablations.no_reg && config.fit).then(|| {
-                fit::TargetPixels::new(
-                    config.view_size,
-                    target.framed_mask(config.view_size, views::TAGGED_FILL),
-                    &target.framed_lines(config.view_size, views::TAGGED_FILL),
-                )
-            }),
+            framed_target: reg.then(|| framed_with_circle(&target, config.view_size)),
+            framed_mask,
+            framed_lines,
+            fit_target,
             fit_report: None,
             target,
             history: Vec::new(),
@@ -762,15 +765,12 @@ impl Engine<'_> {
             }
         };
         let (command, preview) = self.fit(session, command, preview, turn)?;
-        if turn.verify {
-            let retry = self.stage3(vlm, state, &plan, &preview, turn)?;
-            self.fit_report = None;
-            if let Some(retry) = retry {
-                self.rollback(session)?;
-                return Ok(retry);
-            }
-        }
+        let retry = if turn.verify { self.stage3(vlm, state, &plan, &preview, turn)? } else { None };
         self.fit_report = None;
+        if let Some(retry) = retry {
+            self.rollback(session)?;
+            return Ok(retry);
+        }
         if let Err(e) = kernel(&mut self.timing, session, |s| s.execute(&command)) {
             self.rollback(session)?;
             return self.failed_candidate(turn, e.to_string());

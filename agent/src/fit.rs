@@ -237,19 +237,8 @@ const ALIGN_REACH: i64 = 3;
 /// edges at a loose position would change a depth to make up for the position.
 pub fn agreement(ids: &IdBuffers, target: &TargetPixels) -> Agreement {
     let (w, h) = (ids.width as usize, ids.height as usize);
-    let candidate: Vec<bool> = ids.covered.iter().zip(&ids.edge).map(|(&c, &e)| c || e != NO_ENTITY).collect();
-    let shift = [
-        views::best_shift(
-            &views::profile(&candidate, w, h, true),
-            &views::profile(&target.mask, w, h, true),
-            w as i64 / 4,
-        ),
-        views::best_shift(
-            &views::profile(&candidate, w, h, false),
-            &views::profile(&target.mask, w, h, false),
-            h as i64 / 4,
-        ),
-    ];
+    let candidate = views::silhouette(ids);
+    let shift = views::alignment(&candidate, &target.mask, w, h);
     let at = |x: i64, y: i64| {
         (x >= 0 && y >= 0 && (x as usize) < w && (y as usize) < h).then(|| y as usize * w + x as usize)
     };

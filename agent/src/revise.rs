@@ -267,11 +267,7 @@ impl Engine<'_> {
             notes.push(crate::stage1::reference_note(session.state(), c));
             kinds_now.push(k);
             match kernel(&mut self.timing, session, |s| s.execute(c)) {
-                Ok(executed) => {
-                    if let Command::Sketch(sketch) = c {
-                        *sketch = sketch.as_solved(&executed);
-                    }
-                }
+                Ok(executed) => *c = c.as_solved(&executed),
                 Err(e) => {
                     return Ok(Err(format!(
                         "the revised model cannot be rebuilt: [{}] ({}) fails: {e}",

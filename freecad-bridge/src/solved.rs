@@ -8,12 +8,10 @@
 //! each executed sketch in this form, and the session logs it so (a replaced worker
 //! rebuilds the same document).
 
-use std::f64::consts::TAU;
-
 use serde_json::Value;
 
-use crate::command::{Primitive, Sketch};
-use crate::geometry::circumcircle;
+use crate::command::{Command, Primitive, Sketch};
+use crate::geometry::{arc_angles, circumcircle};
 use crate::protocol::SolvedGeometry;
 use crate::session::Executed;
 
@@ -37,6 +35,16 @@ impl Sketch {
             keep
         });
         sketch
+    }
+}
+
+impl Command {
+    /// A sketch [`Sketch::as_solved`]; any other command as it is.
+    pub fn as_solved(&self, executed: &Executed) -> Command {
+        match self {
+            Command::Sketch(sketch) => Command::Sketch(sketch.as_solved(executed)),
+            other => other.clone(),
+        }
     }
 }
 
@@ -75,11 +83,7 @@ fn settle(primitive: &mut Primitive, solved: &SolvedGeometry) {
 
 /// Whether the arc from `start` through `mid` to `end` turns clockwise (as lowering reads it).
 pub(crate) fn is_clockwise(start: [f64; 2], mid: [f64; 2], end: [f64; 2]) -> bool {
-    let Some((center, _)) = circumcircle(start, mid, end) else { return false };
-    let angle = |p: [f64; 2]| (p[1] - center[1]).atan2(p[0] - center[0]);
-    let ccw_span = |from: f64, to: f64| (to - from).rem_euclid(TAU);
-    let (a_start, a_mid, a_end) = (angle(start), angle(mid), angle(end));
-    ccw_span(a_start, a_mid) >= ccw_span(a_start, a_end)
+    circumcircle(start, mid, end).is_some_and(|(center, _)| arc_angles(start, mid, end, center).1 < 0.0)
 }
 
 /// A logged `execute` request made to say what was solved: its sketch geometry replaced by

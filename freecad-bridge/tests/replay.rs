@@ -31,10 +31,7 @@ fn solved(p: &Program) -> (Program, ModelState) {
     let mut commands = Vec::new();
     for c in &p.commands {
         let executed = s.execute(c).unwrap_or_else(|e| panic!("{}: {e}", c.op()));
-        commands.push(match c {
-            Command::Sketch(sketch) => Command::Sketch(sketch.as_solved(&executed)),
-            other => other.clone(),
-        });
+        commands.push(c.as_solved(&executed));
     }
     (Program { commands, ..p.clone() }, s.state().clone())
 }

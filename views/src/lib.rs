@@ -41,7 +41,8 @@ mod view;
 pub use camera::{Camera, ISOMETRIC, Projection, axes_on_screen};
 pub use glb::glb;
 pub use overlay::{
-    LINE_REACH, LineOverlap, Overlap, best_shift, distance_to, line_overlap, profile, silhouette_overlap,
+    LINE_REACH, LineOverlap, Overlap, alignment, best_shift, distance_to, line_overlap, profile, silhouette,
+    silhouette_overlap,
 };
 pub use raster::{IdBuffers, Style};
 pub use scene::{Material, NO_ENTITY, Scene};

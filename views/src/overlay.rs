@@ -91,12 +91,9 @@ pub const OVERLAP_CANDIDATE_ONLY: Rgb<u8> = Rgb([50, 90, 215]);
 /// target does, blue where only the candidate does.
 pub fn silhouette_overlap(ids: &IdBuffers, target: &[bool]) -> (RgbImage, Overlap) {
     let (w, h) = (ids.width as usize, ids.height as usize);
-    let candidate: Vec<bool> = ids.covered.iter().zip(&ids.edge).map(|(&c, &e)| c || e != NO_ENTITY).collect();
+    let candidate = silhouette(ids);
     let target: Vec<bool> = (0..w * h).map(|i| target.get(i).copied().unwrap_or(false)).collect();
-    let shift = [
-        best_shift(&profile(&candidate, w, h, true), &profile(&target, w, h, true), w as i64 / 4),
-        best_shift(&profile(&candidate, w, h, false), &profile(&target, w, h, false), h as i64 / 4),
-    ];
+    let shift = alignment(&candidate, &target, w, h);
     let mut image = RgbImage::from_pixel(ids.width, ids.height, Rgb([255, 255, 255]));
     let mut overlap = Overlap { shift_px: shift, ..Overlap::default() };
     for y in 0..h {
@@ -143,6 +140,21 @@ pub fn silhouette_overlap(ids: &IdBuffers, target: &[bool]) -> (RgbImage, Overla
     }
     overlay_legend(&mut image, OVERLAP_BOTH);
     (image, overlap)
+}
+
+/// Where a picture shows the model (a face or an edge), pixel by pixel.
+pub fn silhouette(ids: &IdBuffers) -> Vec<bool> {
+    ids.covered.iter().zip(&ids.edge).map(|(&c, &e)| c || e != NO_ENTITY).collect()
+}
+
+/// The shift (pixels, x right, y down) that lines silhouette `candidate` up with `target`
+/// (both `w` x `h`, row by row) as registration will after the step: the best overlap of
+/// their column and row profiles, a quarter of the picture at most either way.
+pub fn alignment(candidate: &[bool], target: &[bool], w: usize, h: usize) -> [i64; 2] {
+    [
+        best_shift(&profile(candidate, w, h, true), &profile(target, w, h, true), w as i64 / 4),
+        best_shift(&profile(candidate, w, h, false), &profile(target, w, h, false), h as i64 / 4),
+    ]
 }
 
 /// The legend of an overlay panel: where both agree (in `both`), target only, candidate only.

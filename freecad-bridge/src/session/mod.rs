@@ -245,24 +245,21 @@ impl Session {
     /// Execute a whole program, stopping at the first failing command; the document then
     /// holds every command before it.
     pub fn execute_program(&mut self, program: &Program) -> Result<(), StepError> {
-        for (index, command) in program.commands.iter().enumerate() {
-            self.execute(command).map_err(|error| StepError { index, op: command.op().into(), error })?;
-        }
-        Ok(())
+        self.execute_program_solved(program).1
     }
 
-    /// [`Session::execute_program`], returning the program as it was solved: each sketch as
-    /// [`crate::command::Sketch::as_solved`] gives it, so the result replays to this document
-    /// in any process. On a failure, the program holds the solved commands before the
-    /// failing one.
+    /// [`Session::execute_program`], returning the program as it was solved: each command as
+    /// [`Command::as_solved`] gives it, so the result replays to this document in any
+    /// process. On a failure, the program holds the solved commands before the failing one.
     pub fn execute_program_solved(&mut self, program: &Program) -> (Program, Result<(), StepError>) {
-        let mut solved = Program { commands: Vec::with_capacity(program.commands.len()), ..program.clone() };
+        let mut solved = Program {
+            name: program.name.clone(),
+            description: program.description.clone(),
+            commands: Vec::with_capacity(program.commands.len()),
+        };
         for (index, command) in program.commands.iter().enumerate() {
             match self.execute(command) {
-                Ok(executed) => solved.commands.push(match command {
-                    Command::Sketch(sketch) => Command::Sketch(sketch.as_solved(&executed)),
-                    other => other.clone(),
-                }),
+                Ok(executed) => solved.commands.push(command.as_solved(&executed)),
                 Err(error) => return (solved, Err(StepError { index, op: command.op().into(), error })),
             }
         }

@@ -5,7 +5,7 @@
 //! same run. Then the same for `eval` (the examples against themselves, static and edit10):
 //! the reports through faults must equal the undisturbed ones to the bit.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -45,23 +45,18 @@ pub fn run(args: &FaultBench) -> Result<ExitCode> {
     // One batch: seconds, every item's final volume, and the requests the workers served.
     let run_batch = |name: &str, at: &[u64]| -> Result<(f64, Vec<f64>, u64)> {
         let counter = scratch.path().join(format!("{name}.count"));
-        let plan = at.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
-        let config =
-            args.worker.config()?.with_env(crate::cli::env::FAULT_KILL_AT, format!("{}:{plan}", counter.display()));
-        let pool = WorkerPool::new(config, 1);
+        let pool = faulty_pool(args, &counter, at)?;
         let started = Instant::now();
         let results =
             pool.map(&batch, |s, p| s.execute_program(p).map_err(|e| e.error).map(|()| s.state().volume), |_| {});
         let seconds = started.elapsed().as_secs_f64();
         let volumes = results.into_iter().collect::<Result<Vec<f64>, _>>().context("an item failed")?;
-        let served = std::fs::read_to_string(&counter).unwrap_or_default().trim().parse().unwrap_or(0);
-        Ok((seconds, volumes, served))
+        Ok((seconds, volumes, served(&counter)))
     };
     // Warm the file cache, then the undisturbed reference, then the faults spread evenly.
     run_batch("warm", &[])?;
     let (clean_s, clean_volumes, requests) = run_batch("clean", &[])?;
-    let at: Vec<u64> =
-        (0..args.faults).map(|i| ((i as f64 + 0.5) * requests as f64 / args.faults as f64).ceil() as u64).collect();
+    let at = spread(args.faults, requests);
     let (faulty_s, faulty_volumes, faulty_requests) = run_batch("faulty", &at)?;
     anyhow::ensure!(faulty_volumes == clean_volumes, "the batch through faults gave other results");
 
@@ -99,10 +94,7 @@ pub fn run(args: &FaultBench) -> Result<ExitCode> {
         .collect();
     let run_eval = |name: &str, at: &[u64]| -> Result<(f64, Vec<eval::Report>, u64)> {
         let counter = scratch.path().join(format!("eval-{name}.count"));
-        let plan = at.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
-        let config =
-            args.worker.config()?.with_env(crate::cli::env::FAULT_KILL_AT, format!("{}:{plan}", counter.display()));
-        let pool = WorkerPool::new(config, 1);
+        let pool = faulty_pool(args, &counter, at)?;
         let started = Instant::now();
         let reports = [eval::Protocol::Static, eval::Protocol::Edit10]
             .into_iter()
@@ -111,13 +103,10 @@ pub fn run(args: &FaultBench) -> Result<ExitCode> {
                 eval::evaluate(&pool, &pairs, &options, || {})
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let served = std::fs::read_to_string(&counter).unwrap_or_default().trim().parse().unwrap_or(0);
-        Ok((started.elapsed().as_secs_f64(), reports, served))
+        Ok((started.elapsed().as_secs_f64(), reports, served(&counter)))
     };
     let (eval_clean_s, clean_reports, eval_requests) = run_eval("clean", &[])?;
-    let eval_at: Vec<u64> = (0..args.faults)
-        .map(|i| ((i as f64 + 0.5) * eval_requests as f64 / args.faults as f64).ceil() as u64)
-        .collect();
+    let eval_at = spread(args.faults, eval_requests);
     let (eval_faulty_s, faulty_reports, _) = run_eval("faulty", &eval_at)?;
     anyhow::ensure!(
         faulty_reports == clean_reports,
@@ -141,4 +130,22 @@ pub fn run(args: &FaultBench) -> Result<ExitCode> {
         crate::cli::files::write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A one-worker pool whose workers die (SIGKILL) at the `at`-th requests, counted in `counter`.
+fn faulty_pool(args: &FaultBench, counter: &Path, at: &[u64]) -> Result<WorkerPool> {
+    let plan = at.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+    let config =
+        args.worker.config()?.with_env(crate::cli::env::FAULT_KILL_AT, format!("{}:{plan}", counter.display()));
+    Ok(WorkerPool::new(config, 1))
+}
+
+/// The requests the workers served, from the fault counter.
+fn served(counter: &Path) -> u64 {
+    std::fs::read_to_string(counter).unwrap_or_default().trim().parse().unwrap_or(0)
+}
+
+/// `faults` request numbers spread evenly over `requests`.
+fn spread(faults: usize, requests: u64) -> Vec<u64> {
+    (0..faults).map(|i| ((i as f64 + 0.5) * requests as f64 / faults as f64).ceil() as u64).collect()
 }
