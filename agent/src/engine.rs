@@ -764,7 +764,7 @@ impl Engine<'_> {
                 Err(reason) => return Ok(Attempt::retry(reason)),
             }
         };
-        let (command, preview) = self.fit(session, command, preview, turn)?;
+        let (command, preview) = self.fit(session, &mut sketches, switch.as_ref(), command, preview, turn)?;
         let retry = if turn.verify { self.stage3(vlm, state, &plan, &preview, turn)? } else { None };
         self.fit_report = None;
         if let Some(retry) = retry {
@@ -853,31 +853,62 @@ impl Engine<'_> {
         }
     }
 
-    /// The fit ([`fit`]): the candidate's depths moved to agree with the target's pixels,
-    /// recorded in the trace and kept for Stage 3. A fit that fails (the kernel refuses a
-    /// request) leaves the candidate as the model made it.
+    /// The fit ([`fit`]): the new sketch and its extrusion moved to agree with the target's
+    /// pixels, recorded in the trace and kept for Stage 3. A fit that fails (the kernel
+    /// refuses a request) leaves the candidate as the model made it.
     fn fit(
         &mut self,
         session: &mut Session,
+        sketches: &mut Vec<Sketch>,
+        switch: Option<&Command>,
         command: Command,
         preview: Preview,
         turn: Turn,
     ) -> Result<(Command, Preview), LoopError> {
-        let Some(target) = &self.fit_target else { return Ok((command, preview)) };
+        // Taken for the fit and put back: the rebuilds below need the engine itself.
+        let Some(target) = self.fit_target.take() else { return Ok((command, preview)) };
         let opts = self.options();
-        let diagonal = session.state().bbox.map_or(2.0 * self.sphere.radius, |b| b.diagonal());
-        let deflection = views::deflection_for(diagonal);
-        let fitted = kernel(&mut self.timing, session, |s| fit::fit_extrusion(s, &command, target, &opts, deflection));
+        let drawn = sketches.clone();
+        let mut rebuild = |s: &mut Session, fitted: &[Sketch], c: &Command| -> Result<Option<Preview>, LoopError> {
+            self.rollback(s)?;
+            if let Some(switch) = switch {
+                kernel(&mut self.timing, s, |s| s.execute(switch))?;
+            }
+            let mut fitted = fitted.to_vec();
+            Ok(self.candidate(s, &mut fitted, c, turn)?.ok())
+        };
+        let fitted = fit::fit_feature(session, &drawn, &command, &preview, &target, &opts, &mut rebuild);
+        self.fit_target = Some(target);
         match fitted {
             Ok(Some((fitted, report))) => {
                 self.emit(TraceEvent::Fit { step: turn.step, attempt: turn.attempt, report: report.clone() })?;
-                self.fit_report = (!report.changes.is_empty()).then_some(report);
-                Ok(fitted.unwrap_or((command, preview)))
+                self.fit_report = report.kept().then_some(report);
+                Ok(match fitted {
+                    Some((fitted_sketches, c, p)) => {
+                        *sketches = fitted_sketches;
+                        (c, p)
+                    }
+                    None => (command, preview),
+                })
             }
             Ok(None) => Ok((command, preview)),
             Err(e) => {
                 tracing::warn!("the fit of step {} failed, the candidate stays as drawn: {e}", turn.step);
-                Ok((command, preview))
+                // The document may hold the fitted drawing: build the drawn one again.
+                self.rollback(session)?;
+                if let Some(switch) = switch {
+                    kernel(&mut self.timing, session, |s| s.execute(switch))?;
+                }
+                let mut again = drawn;
+                match self.candidate(session, &mut again, &command, turn)? {
+                    Ok(p) => Ok((command, p)),
+                    Err(failure) => Err(LoopError::Bridge(BridgeError::Command {
+                        op: "fit".into(),
+                        entity: None,
+                        reason: format!("the candidate as drawn no longer builds after the fit: {}", failure.reason),
+                        kind: freecad_bridge::RefusalKind::Other,
+                    })),
+                }
             }
         }
     }

@@ -202,17 +202,19 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                 );
             }
             TraceEvent::Fit { report, .. } => {
-                let _ = if report.changes.is_empty() {
+                let _ = if report.kept() {
                     write!(
                         h,
-                        "<p>Fit: no depth agrees better with the target; the candidate stays as drawn ({} renders, {:.2} s).</p>",
-                        report.evaluations, report.seconds
+                        "<p>Fit: {} ({} rebuilds, {:.2} s).</p>",
+                        escape(&report.describe()),
+                        report.evaluations,
+                        report.seconds
                     )
                 } else {
                     write!(
                         h,
-                        "<p>Fit: {} ({} renders, {:.2} s).</p>",
-                        escape(&report.describe()),
+                        "<p>Fit dropped, the candidate stays as drawn: {} ({} rebuilds, {:.2} s).</p>",
+                        escape(report.dropped.as_deref().unwrap_or("nothing moved")),
                         report.evaluations,
                         report.seconds
                     )

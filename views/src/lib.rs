@@ -41,15 +41,15 @@ mod view;
 pub use camera::{Camera, ISOMETRIC, Projection, axes_on_screen};
 pub use glb::glb;
 pub use overlay::{
-    LINE_REACH, LineOverlap, Overlap, alignment, best_shift, distance_to, line_overlap, profile, silhouette,
-    silhouette_overlap,
+    LINE_REACH, LineOverlap, ORIENTATION_BINS, Overlap, alignment, best_shift, distance_to, line_overlap, orientation_bin,
+    oriented_distances, profile, silhouette, silhouette_overlap,
 };
 pub use raster::{IdBuffers, Style};
 pub use scene::{Material, NO_ENTITY, Scene};
 pub use view::{
     LabelKinds, LabelMeta, MIN_EDGE_PIXELS, Meta, NO_ROOM, Options, PREVIEW_FILL, ProjectedEdge, SEAM, SketchMeta,
     TAGGED_FILL, TARGET_FILL, Unlabelled, View, ViewToWorld, Window, append_panel, axis_name, caption, draw_axes,
-    in_sketch_picture, outline, plane_inset, preview, sketch, tagged, target,
+    in_sketch_picture, outline, outline_camera, plane_inset, preview, sketch, tagged, target,
 };
 
 /// A tessellation tolerance suited to a view of a part of this size (bounding diagonal).

@@ -274,6 +274,60 @@ pub fn distance_to(mask: &[bool], w: u32, h: u32) -> Vec<f32> {
         .collect()
 }
 
+/// Directions of drawn lines told apart by [`oriented_distances`]: 180 degrees in this
+/// many bins.
+pub const ORIENTATION_BINS: usize = 8;
+
+/// The bin of a direction on the picture (`dx`, `dy` in pixels, y down), for
+/// [`oriented_distances`].
+pub fn orientation_bin(dx: f64, dy: f64) -> usize {
+    let angle = dy.atan2(dx).rem_euclid(std::f64::consts::PI);
+    ((angle / std::f64::consts::PI * ORIENTATION_BINS as f64) as usize).min(ORIENTATION_BINS - 1)
+}
+
+/// [`distance_to`] the pixels of `lines` that run in each direction: one field per
+/// [`orientation_bin`], each from the lines within a bin of it (so about +/- 34 degrees).
+/// A line's direction is read from the structure tensor of the blurred line mask; where
+/// lines meet or cross (no clear direction) a pixel counts in every bin. An edge scored
+/// against its own direction's field is not pulled by a line that crosses it.
+pub fn oriented_distances(lines: &[bool], w: u32, h: u32) -> Vec<Vec<f32>> {
+    use image::{ImageBuffer, Luma};
+    use imageproc::filter::gaussian_blur_f32;
+    let (wu, hu) = (w as usize, h as usize);
+    let mask: ImageBuffer<Luma<f32>, Vec<f32>> =
+        ImageBuffer::from_fn(w, h, |x, y| Luma([f32::from(u8::from(lines[(y * w + x) as usize]))]));
+    let blurred = gaussian_blur_f32(&mask, 1.0);
+    let at = |x: usize, y: usize| blurred.get_pixel(x as u32, y as u32).0[0];
+    let mut tensor = [(); 3].map(|_| ImageBuffer::<Luma<f32>, Vec<f32>>::new(w, h));
+    for y in 1..hu.saturating_sub(1) {
+        for x in 1..wu.saturating_sub(1) {
+            let gx = (at(x + 1, y) - at(x - 1, y)) / 2.0;
+            let gy = (at(x, y + 1) - at(x, y - 1)) / 2.0;
+            tensor[0].put_pixel(x as u32, y as u32, Luma([gx * gx]));
+            tensor[1].put_pixel(x as u32, y as u32, Luma([gx * gy]));
+            tensor[2].put_pixel(x as u32, y as u32, Luma([gy * gy]));
+        }
+    }
+    let [xx, xy, yy] = tensor.map(|t| gaussian_blur_f32(&t, 2.0));
+    let mut masks = vec![vec![false; wu * hu]; ORIENTATION_BINS];
+    for i in (0..wu * hu).filter(|&i| lines[i]) {
+        let (x, y) = ((i % wu) as u32, (i / wu) as u32);
+        let (a, b, c) = (xx.get_pixel(x, y).0[0], xy.get_pixel(x, y).0[0], yy.get_pixel(x, y).0[0]);
+        let coherence = ((a - c).powi(2) + 4.0 * b * b).sqrt() / (a + c + 1e-9);
+        if coherence < 0.5 {
+            masks.iter_mut().for_each(|m| m[i] = true);
+            continue;
+        }
+        // The gradient runs across the line: the line's direction is a right angle from it.
+        let across = 0.5 * f64::from(2.0 * b).atan2(f64::from(a - c));
+        let along = orientation_bin(-across.sin(), across.cos());
+        for k in [along + ORIENTATION_BINS - 1, along, along + 1] {
+            masks[k % ORIENTATION_BINS][i] = true;
+        }
+    }
+    masks.iter().map(|m| distance_to(m, w, h)).collect()
+}
+
 /// Pixels of a mask (`w` x `h`, row by row) per column (or per row).
 pub fn profile(mask: &[bool], w: usize, h: usize, by_column: bool) -> Vec<f64> {
     let mut p = vec![0.0; if by_column { w } else { h }];

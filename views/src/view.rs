@@ -136,7 +136,12 @@ fn render(scene: &Scene, camera: &Camera, style: &Style) -> (RgbImage, IdBuffers
 /// compares these with the target's silhouette and lines many times per step, so it is the
 /// cheapest render there is.
 pub fn outline(scene: &Scene, opts: &Options) -> IdBuffers {
-    render(scene, &camera_for(scene, opts, PREVIEW_FILL), &Style::target()).1
+    render(scene, &outline_camera(scene, opts), &Style::target()).1
+}
+
+/// The camera of [`outline`]: where a point of the model lands in its pixels.
+pub fn outline_camera(scene: &Scene, opts: &Options) -> Camera {
+    camera_for(scene, opts, PREVIEW_FILL)
 }
 
 /// The finished part as public image-to-CAD benchmarks show it: gray, black edges, white.

@@ -1,0 +1,449 @@
+//! The fit: the harness makes a candidate's numbers agree with the target's pixels.
+//!
+//! Readers choose the structure well and read sizes by eye (about 1 mm at 3.3 px/mm). A size
+//! is a measurement, not a question for the model: after Stage 2, the new sketch's points and
+//! radii and its extrusion's depth are moved (points and radii up to
+//! [`sketch::POINT_REACH_PX`] pixels' worth, the depth up to [`sketch::DEPTH_REACH`]) to
+//! where the feature's edges, seen from the target's direction at S_t's framing, lie on the
+//! target's drawn lines. Only the target image and the harness's own renders are used. The
+//! structure never changes: the same primitives, constraints (stated radii and lengths
+//! follow the fitted geometry), references and operation.
+//!
+//! Features not built yet are the trap: the target shows the whole part while the model holds
+//! only some of it, so a fit that rewards covering the target's silhouette grows a base plate
+//! into the boss standing on it, and one that penalises material outside the silhouette
+//! thins it where a later cut shows the background. The cost here is only the mean distance
+//! from the candidate's drawn edges to the nearest drawn line of the target (capped at
+//! [`EDGE_CAP`] px, so an edge that a later feature will hide costs the same wherever it is).
+//! A plate grown into its boss moves its top edges off the target's lines and gains nothing.
+//!
+//! Two passes: [`sketch::propose`] searches on a model of the picture (the feature's edges
+//! projected, milliseconds per try), then the proposal is rebuilt once in FreeCAD and kept
+//! only when, in the real renders, the edges that moved lie closer to the target's lines
+//! than the ones they replaced by [`MIN_MOVED_GAIN`] px ([`moved_edges`]; a mean over the
+//! whole picture would drown one feature's edges in the rest of the model); otherwise the
+//! candidate is rebuilt as drawn.
+
+pub mod sketch;
+
+use std::time::Instant;
+
+use freecad_bridge::command::{Extrude, Primitive, Sketch};
+use freecad_bridge::{BridgeError, Command, Preview, Session};
+use serde::{Deserialize, Serialize};
+use views::{IdBuffers, NO_ENTITY, Options, Scene};
+
+/// Distances from a candidate's edge to the target's nearest line count up to this (pixels).
+pub const EDGE_CAP: f64 = 6.0;
+/// The picture model must lower its cost by this much (pixels) for a proposal to be built.
+pub const MIN_GAIN: f64 = 0.15;
+/// A built proposal is kept when the edges it moved lie this much closer (pixels, on
+/// average) to the target's lines than the edges they replaced ([`moved_edges`]).
+pub const MIN_MOVED_GAIN: f64 = 0.5;
+/// Fewer changed edge pixels than this is no measurable move.
+const MIN_MOVED_PIXELS: usize = 10;
+
+/// The target as the fit compares with it, at the framing of the views (S_t on the same
+/// circle): its silhouette and the distance of every pixel to its nearest drawn line.
+#[derive(Debug, Clone)]
+pub struct TargetPixels {
+    pub size: u32,
+    pub mask: Vec<bool>,
+    pub line_distance: Vec<f32>,
+    /// The same distance to the lines running in each direction ([`views::oriented_distances`]).
+    pub oriented: Vec<Vec<f32>>,
+}
+
+impl TargetPixels {
+    /// From the target's framed silhouette and lines (`size` x `size`, row by row).
+    pub fn new(size: u32, mask: Vec<bool>, lines: &[bool]) -> TargetPixels {
+        TargetPixels {
+            size,
+            line_distance: views::distance_to(lines, size, size),
+            oriented: views::oriented_distances(lines, size, size),
+            mask,
+        }
+    }
+}
+
+/// How a candidate's picture agrees with the target.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Agreement {
+    /// Mean distance of the candidate's edge pixels to the target's nearest line, capped.
+    pub edge_px: f64,
+    /// The candidate's silhouette outside the target's, as a share of the target's.
+    pub extra: f64,
+    /// Where the candidate's picture lies best on the target's (pixels, x and y).
+    #[serde(default)]
+    pub shift: [i64; 2],
+}
+
+impl Agreement {
+    /// Lower is better. Only the edges count: material outside the target's silhouette
+    /// (`extra`, reported) is also what a later cut removes (the bundled plate's holes show
+    /// the background through them), so penalising it pulled a base plate thinner.
+    pub fn cost(&self) -> f64 {
+        self.edge_px
+    }
+}
+
+/// One number the fit moved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    /// Where in the candidate: `extent.depth`, `S1 circle 2 radius`, `S1 point (12.5, 3)`.
+    pub what: String,
+    pub from: f64,
+    pub to: f64,
+}
+
+/// What a fit did, for the trace and Stage 3.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FitReport {
+    /// Radii, depths and stated dimensions moved. Empty with no `points_moved` when the fit
+    /// was dropped.
+    pub changes: Vec<Change>,
+    /// The drawing's distinct points moved, and the farthest move (model units).
+    #[serde(default)]
+    pub points_moved: usize,
+    #[serde(default)]
+    pub points: usize,
+    #[serde(default)]
+    pub largest_move: f64,
+    pub before: Agreement,
+    pub after: Agreement,
+    /// The picture model's cost before and after its search (pixels), and why the fit was
+    /// dropped when it was.
+    #[serde(default)]
+    pub model_px: [f64; 2],
+    /// In the real renders: the edges only the drawn candidate has and those only the fitted
+    /// one has, their mean distance to the target's lines (pixels), when it was built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved: Option<Moved>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<String>,
+    /// Candidates rebuilt and rendered.
+    pub evaluations: usize,
+    pub seconds: f64,
+}
+
+impl FitReport {
+    pub fn kept(&self) -> bool {
+        self.dropped.is_none() && (!self.changes.is_empty() || self.points_moved > 0)
+    }
+
+    /// `S1: 5 of 6 points moved (up to 1.2 mm); extent.depth 10 -> 10.62 mm (edges 1.84 ->
+    /// 0.61 px from the target's lines)`.
+    pub fn describe(&self) -> String {
+        let mut moved: Vec<String> = Vec::new();
+        if self.points_moved > 0 {
+            moved.push(format!(
+                "{} of the drawing's {} points moved (the farthest by {} mm)",
+                self.points_moved,
+                self.points,
+                short(self.largest_move)
+            ));
+        }
+        moved.extend(self.changes.iter().map(|c| format!("{} {} -> {} mm", c.what, short(c.from), short(c.to))));
+        format!(
+            "{} (the candidate's edges {:.2} -> {:.2} px on average from the target's lines; outside the target's \
+             silhouette {:.1}% -> {:.1}% of its area)",
+            moved.join(", "),
+            self.before.edge_px,
+            self.after.edge_px,
+            100.0 * self.before.extra,
+            100.0 * self.after.extra
+        )
+    }
+}
+
+fn short(x: f64) -> String {
+    format!("{}", (x * 1e4).round() / 1e4)
+}
+
+/// The fitted sketches, command and preview, with the report; or the report alone when the
+/// fit was dropped (the candidate is then as drawn, rebuilt if it had to be). `None`: the
+/// command has nothing this fit moves.
+pub type Fitted = Option<(Option<(Vec<Sketch>, Command, Preview)>, FitReport)>;
+
+/// Builds a candidate from its sketches and command (the document as it was before the
+/// attempt, then the sketches, then a preview); `None` when the kernel refuses it.
+pub type Rebuild<'a, E> = dyn FnMut(&mut Session, &[Sketch], &Command) -> Result<Option<Preview>, E> + 'a;
+
+/// Fit a new extrusion (`command` on one of `sketches`, as executed, previewed as `preview`)
+/// to the target. `opts` frames the views on S_t. `rebuild` builds another drawing of it.
+pub fn fit_feature<E: From<BridgeError>>(
+    session: &mut Session,
+    sketches: &[Sketch],
+    command: &Command,
+    preview: &Preview,
+    target: &TargetPixels,
+    opts: &Options,
+    rebuild: &mut Rebuild<'_, E>,
+) -> Result<Fitted, E> {
+    let Command::Extrude(extrude) = command else { return Ok(None) };
+    let Some(index) = sketches.iter().position(|s| s.name == extrude.profile) else { return Ok(None) };
+    let started = Instant::now();
+    let scene = Scene::new(&preview.after, &preview.state);
+    let ids = views::outline(&scene, opts);
+    let before = agreement(&ids, target);
+    let camera = views::outline_camera(&scene, opts);
+    let frame = session.plane_frame(&sketches[index].on)?;
+    let Some(proposal) =
+        sketch::propose(&sketches[index], extrude, &frame, &camera, &ids, before.shift, target)
+    else {
+        return Ok(None);
+    };
+    let mut report = FitReport {
+        changes: Vec::new(),
+        points_moved: 0,
+        points: 0,
+        largest_move: 0.0,
+        before,
+        after: before,
+        model_px: [proposal.before_px, proposal.after_px],
+        moved: None,
+        dropped: None,
+        evaluations: 0,
+        seconds: 0.0,
+    };
+    let done = |mut report: FitReport, fitted| {
+        report.seconds = started.elapsed().as_secs_f64();
+        Ok(Some((fitted, report)))
+    };
+    if proposal.before_px - proposal.after_px < MIN_GAIN {
+        report.dropped = Some(format!(
+            "no drawing agrees better by {MIN_GAIN} px ({:.2} -> {:.2} px on the picture model)",
+            proposal.before_px, proposal.after_px
+        ));
+        return done(report, None);
+    }
+    let mut fitted_sketches = sketches.to_vec();
+    fitted_sketches[index] = proposal.sketch.clone();
+    let fitted_command = Command::Extrude(proposal.extrude.clone());
+    report.evaluations += 1;
+    if let Some(fitted_preview) = rebuild(session, &fitted_sketches, &fitted_command)? {
+        let fitted_ids = views::outline(&Scene::new(&fitted_preview.after, &fitted_preview.state), opts);
+        let after = agreement(&fitted_ids, target);
+        let moved = moved_edges((&ids, before.shift), (&fitted_ids, after.shift), target);
+        report.moved = Some(moved);
+        if moved.closer_by() >= MIN_MOVED_GAIN && after.cost() <= before.cost() {
+            report.after = after;
+            describe_changes(&mut report, &sketches[index], &proposal.sketch, extrude, &proposal.extrude);
+            return done(report, Some((fitted_sketches, fitted_command, fitted_preview)));
+        }
+        report.dropped = Some(format!(
+            "in the rebuilt candidate the moved edges lie {:.2} px from the target's lines against {:.2} px as drawn \
+             ({} pixels changed; the whole picture {:.2} against {:.2} px)",
+            moved.after_px, moved.before_px, moved.pixels, after.edge_px, before.edge_px
+        ));
+    } else {
+        report.dropped = Some("the kernel refused the fitted drawing".into());
+    }
+    // Back to the candidate as drawn.
+    report.evaluations += 1;
+    if rebuild(session, sketches, command)?.is_none() {
+        return Err(BridgeError::Command {
+            op: "fit".into(),
+            entity: None,
+            reason: "the candidate as drawn no longer builds after the fit's attempt".into(),
+            kind: freecad_bridge::RefusalKind::Other,
+        }
+        .into());
+    }
+    done(report, None)
+}
+
+/// What moved between the drawn and the fitted candidate, for the report.
+fn describe_changes(report: &mut FitReport, drawn: &Sketch, fitted: &Sketch, from: &Extrude, to: &Extrude) {
+    let points = |s: &Sketch| -> Vec<[f64; 2]> {
+        s.primitives
+            .iter()
+            .flat_map(|p| match *p {
+                Primitive::Line { start, end, .. } => vec![start, end],
+                Primitive::Arc { start, mid, end, .. } => vec![start, mid, end],
+                Primitive::CenterArc { center, .. } | Primitive::Circle { center, .. } => vec![center],
+            })
+            .collect()
+    };
+    let (a, b) = (points(drawn), points(fitted));
+    let mut distinct: Vec<([f64; 2], f64)> = Vec::new();
+    for (p, q) in a.iter().zip(&b) {
+        if !distinct.iter().any(|(d, _)| d == p) {
+            distinct.push((*p, (q[0] - p[0]).hypot(q[1] - p[1])));
+        }
+    }
+    report.points = distinct.len();
+    report.points_moved = distinct.iter().filter(|(_, d)| *d > 1e-9).count();
+    report.largest_move = distinct.iter().map(|(_, d)| *d).fold(0.0, f64::max);
+    for (k, (p, q)) in drawn.primitives.iter().zip(&fitted.primitives).enumerate() {
+        if let (
+            Primitive::Circle { radius: r0, .. } | Primitive::CenterArc { radius: r0, .. },
+            Primitive::Circle { radius: r1, .. } | Primitive::CenterArc { radius: r1, .. },
+        ) = (p, q)
+            && r0 != r1
+        {
+            report.changes.push(Change { what: format!("{} primitive {k} radius", drawn.name), from: *r0, to: *r1 });
+        }
+    }
+    for (name, x, y) in depths(&from.extent).into_iter().zip(depths(&to.extent)).map(|((n, x), (_, y))| (n, x, y)) {
+        if x != y {
+            report.changes.push(Change { what: format!("extent.{name}"), from: x, to: y });
+        }
+    }
+}
+
+fn depths(extent: &freecad_bridge::command::Extent) -> Vec<(&'static str, f64)> {
+    use freecad_bridge::command::Extent;
+    match *extent {
+        Extent::OneSide { depth } | Extent::Symmetric { depth } => vec![("depth", depth)],
+        Extent::TwoSides { depth, depth2 } => vec![("depth", depth), ("depth2", depth2)],
+        Extent::ThroughAll { .. } => Vec::new(),
+    }
+}
+
+/// The edges that moved between two renders of a candidate, and how close each side's lie
+/// to the target's lines.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Moved {
+    /// Mean capped distance of the edge pixels only the first render has (pixels).
+    pub before_px: f64,
+    /// The same for the edge pixels only the second render has.
+    pub after_px: f64,
+    /// Edge pixels in one render and not within a pixel of the other's.
+    pub pixels: usize,
+}
+
+impl Moved {
+    /// How much closer to the target's lines the edges moved; 0 when too few pixels changed
+    /// to tell.
+    pub fn closer_by(&self) -> f64 {
+        if self.pixels < MIN_MOVED_PIXELS { 0.0 } else { self.before_px - self.after_px }
+    }
+}
+
+/// Compare two renders (`ids` each with its alignment `shift` on the target) by the edge
+/// pixels they do not share: the edges a fit moved.
+pub fn moved_edges(before: (&IdBuffers, [i64; 2]), after: (&IdBuffers, [i64; 2]), target: &TargetPixels) -> Moved {
+    let only = |(a, shift): (&IdBuffers, [i64; 2]), b: &IdBuffers| -> (f64, usize) {
+        let (w, h) = (a.width as i64, a.height as i64);
+        let mut sum = 0.0;
+        let mut count = 0;
+        for i in (0..a.edge.len()).filter(|&i| a.edge[i] != NO_ENTITY) {
+            let (x, y) = ((i as i64) % w, (i as i64) / w);
+            if (-1..=1).any(|dy| (-1..=1).any(|dx| b.edge_at(x + dx, y + dy) != NO_ENTITY)) {
+                continue;
+            }
+            let (tx, ty) = (x + shift[0], y + shift[1]);
+            let d = if (0..w).contains(&tx) && (0..h).contains(&ty) {
+                f64::from(target.line_distance[(ty * w + tx) as usize]).min(EDGE_CAP)
+            } else {
+                EDGE_CAP
+            };
+            sum += d;
+            count += 1;
+        }
+        (if count == 0 { 0.0 } else { sum / count as f64 }, count)
+    };
+    let (before_px, n_before) = only(before, after.0);
+    let (after_px, n_after) = only(after, before.0);
+    Moved { before_px, after_px, pixels: n_before + n_after }
+}
+
+/// How far (pixels, each axis) around the silhouettes' alignment the edges are lined up.
+const ALIGN_REACH: i64 = 3;
+
+/// How a candidate's picture (`ids`, at the target's framing) agrees with the target. The
+/// two are lined up as Stage 3's overlay and registration line them up (the silhouettes'
+/// profiles), then the candidate's edges are moved up to [`ALIGN_REACH`] px further to where
+/// they lie closest to the target's lines: the profiles of a partial model inside the
+/// target's silhouette leave its position loose by a few pixels, and a fit that scored the
+/// edges at a loose position would change a depth to make up for the position.
+pub fn agreement(ids: &IdBuffers, target: &TargetPixels) -> Agreement {
+    let (w, h) = (ids.width as usize, ids.height as usize);
+    let candidate = views::silhouette(ids);
+    let shift = views::alignment(&candidate, &target.mask, w, h);
+    let at = |x: i64, y: i64| {
+        (x >= 0 && y >= 0 && (x as usize) < w && (y as usize) < h).then(|| y as usize * w + x as usize)
+    };
+    let edges: Vec<(i64, i64)> =
+        (0..w * h).filter(|&i| ids.edge[i] != NO_ENTITY).map(|i| ((i % w) as i64, (i / w) as i64)).collect();
+    let mean_distance = |dx: i64, dy: i64| {
+        if edges.is_empty() {
+            return EDGE_CAP;
+        }
+        let sum: f64 = edges
+            .iter()
+            .map(|&(x, y)| at(x + dx, y + dy).map_or(EDGE_CAP, |t| f64::from(target.line_distance[t]).min(EDGE_CAP)))
+            .sum();
+        sum / edges.len() as f64
+    };
+    let mut best = (f64::INFINITY, shift);
+    for dy in -ALIGN_REACH..=ALIGN_REACH {
+        for dx in -ALIGN_REACH..=ALIGN_REACH {
+            let d = mean_distance(shift[0] + dx, shift[1] + dy);
+            if d < best.0 - 1e-12 {
+                best = (d, [shift[0] + dx, shift[1] + dy]);
+            }
+        }
+    }
+    let (edge_px, shift) = best;
+    let target_area = target.mask.iter().filter(|m| **m).count().max(1) as f64;
+    let extra = (0..w * h)
+        .filter(|&i| {
+            candidate[i] && !at((i % w) as i64 + shift[0], (i / w) as i64 + shift[1]).is_some_and(|t| target.mask[t])
+        })
+        .count();
+    Agreement { edge_px, extra: extra as f64 / target_area, shift }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A candidate whose outline is a square's, against targets drawn as squares.
+    fn square_ids(w: u32, x0: u32, y0: u32, side: u32) -> IdBuffers {
+        let n = (w * w) as usize;
+        let inside = |i: u32| (x0..x0 + side).contains(&(i % w)) && (y0..y0 + side).contains(&(i / w));
+        let border = |i: u32| {
+            inside(i) && ((i % w) == x0 || (i % w) == x0 + side - 1 || (i / w) == y0 || (i / w) == y0 + side - 1)
+        };
+        IdBuffers {
+            width: w,
+            height: w,
+            face: vec![NO_ENTITY; n],
+            edge: (0..w * w).map(|i| if border(i) { 0 } else { NO_ENTITY }).collect(),
+            covered: (0..w * w).map(inside).collect(),
+        }
+    }
+
+    fn target(w: u32, x0: u32, y0: u32, side: u32) -> TargetPixels {
+        let ids = square_ids(w, x0, y0, side);
+        let lines: Vec<bool> = ids.edge.iter().map(|e| *e != NO_ENTITY).collect();
+        TargetPixels::new(w, ids.covered.clone(), &lines)
+    }
+
+    #[test]
+    fn the_same_outline_agrees_exactly_and_a_larger_one_costs_its_band() {
+        let t = target(100, 30, 30, 40);
+        let same = agreement(&square_ids(100, 30, 30, 40), &t);
+        assert_eq!((same.edge_px, same.extra), (0.0, 0.0));
+        // 4 px larger on two sides: its far edges 4 px off the target's, and a band outside.
+        let larger = agreement(&square_ids(100, 30, 30, 44), &t);
+        assert!(larger.edge_px > 1.0 && larger.extra > 0.0, "{larger:?}");
+        assert!(larger.cost() > same.cost());
+    }
+
+    #[test]
+    fn what_the_target_has_beyond_the_candidate_does_not_pull_it() {
+        // The target: a tall block (a base with a boss on it). The candidate: the base only,
+        // its edges on the target's lines where the two share them.
+        let w = 100u32;
+        let tall = target(w, 30, 20, 50);
+        let base = agreement(&square_ids(w, 30, 40, 30), &tall);
+        // Grown towards the boss: no material outside the target, but the top edge now lies
+        // on nothing the target draws.
+        let grown = agreement(&square_ids(w, 30, 34, 36), &tall);
+        assert_eq!(grown.extra, 0.0);
+        assert!(grown.cost() >= base.cost() - 1e-9, "growing into the missing boss must not pay: {base:?} {grown:?}");
+    }
+}

@@ -1,0 +1,472 @@
+//! The drawing's fit: a new sketch's points, radii and its extrusion's depth moved so the
+//! feature's drawn edges lie on the target's lines.
+//!
+//! Rendering a candidate means rebuilding it in FreeCAD (0.04 to 0.7 s), and a drawing has
+//! two numbers per corner, so the search runs on a model of the picture instead: every
+//! edge the extrusion makes from the sketch (the profile on the sketch plane, its copy at
+//! the far end, the straight edges between them at corners) is sampled, projected with the
+//! outline's camera and scored against the target's line-distance field. Which samples
+//! count is decided once, from the candidate's own render: a sample counts when the render
+//! draws an edge where it lands (hidden edges, the wrong side of a symmetric extent and
+//! seams drop out without a model of either). The engine then rebuilds the proposal once
+//! and keeps it only when the real render agrees better ([`super::agreement`]).
+
+use freecad_bridge::command::{Extent, Extrude, Primitive, Sketch};
+use freecad_bridge::geometry::circumcircle;
+use freecad_bridge::state::Frame;
+use nalgebra::Point3;
+use views::{Camera, IdBuffers, NO_ENTITY};
+
+use super::{EDGE_CAP, TargetPixels};
+
+/// How far a point or radius may move, in pixels of the outline.
+pub const POINT_REACH_PX: f64 = 8.0;
+/// How far a depth may move, as a share of the model's value.
+pub const DEPTH_REACH: f64 = 0.25;
+/// Samples along a projected edge, one per this many pixels.
+const SAMPLE_SPACING_PX: f64 = 1.5;
+/// The search stops refining below this step (pixels).
+const FINEST_STEP_PX: f64 = 0.1;
+
+/// The fitted drawing and extrusion, and the picture model's cost before and after.
+#[derive(Debug, Clone)]
+pub struct Proposal {
+    pub sketch: Sketch,
+    pub extrude: Extrude,
+    /// Mean capped distance (pixels) of the counted samples to the target's lines.
+    pub before_px: f64,
+    pub after_px: f64,
+    /// Samples the picture model counted.
+    pub samples: usize,
+}
+
+/// The numbers the search moves: each distinct point of the drawing, each radius, and one
+/// factor on the extrusion's depths.
+#[derive(Debug, Clone, PartialEq)]
+struct Numbers {
+    points: Vec<[f64; 2]>,
+    radii: Vec<f64>,
+    depth_scale: f64,
+}
+
+/// A primitive by the numbers it is drawn from.
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    Line { a: usize, b: usize },
+    Arc { a: usize, m: usize, b: usize },
+    CenterArc { c: usize, r: usize, from: f64, to: f64 },
+    Circle { c: usize, r: usize },
+}
+
+/// Where one sample sits: on primitive `shape` at `s` (0..1), on the copy `offset` depths
+/// along the normal; or on the straight edge at point `point` between two copies.
+#[derive(Debug, Clone, Copy)]
+enum Sample {
+    Along { shape: usize, s: f64, offset: f64 },
+    Across { point: usize, s: f64, offsets: (f64, f64) },
+}
+
+/// A counted sample and the direction its edge runs on the picture
+/// ([`views::orientation_bin`]): it is scored against the target's lines that run the same way.
+#[derive(Debug, Clone, Copy)]
+struct Counted {
+    sample: Sample,
+    bin: usize,
+}
+
+struct Model<'a> {
+    shapes: Vec<(usize, Shape)>,
+    frame: &'a Frame,
+    camera: &'a Camera,
+    depth: f64,
+}
+
+impl Model<'_> {
+    fn uv(&self, n: &Numbers, shape: Shape, s: f64) -> Option<[f64; 2]> {
+        let on_circle = |c: [f64; 2], r: f64, angle: f64| [c[0] + r * angle.cos(), c[1] + r * angle.sin()];
+        Some(match shape {
+            Shape::Line { a, b } => {
+                let (p, q) = (n.points[a], n.points[b]);
+                [p[0] + s * (q[0] - p[0]), p[1] + s * (q[1] - p[1])]
+            }
+            Shape::Arc { a, m, b } => {
+                let (p, mid, q) = (n.points[a], n.points[m], n.points[b]);
+                let (c, r) = circumcircle(p, mid, q)?;
+                let (from, sweep) = freecad_bridge::geometry::arc_angles(p, mid, q, c);
+                on_circle(c, r, from + s * sweep)
+            }
+            Shape::CenterArc { c, r, from, to } => {
+                let sweep = (to - from).rem_euclid(360.0);
+                on_circle(n.points[c], n.radii[r], (from + s * sweep).to_radians())
+            }
+            Shape::Circle { c, r } => on_circle(n.points[c], n.radii[r], s * std::f64::consts::TAU),
+        })
+    }
+
+    /// The pixel (outline's camera) of sketch point `uv` moved `offset` depths along the normal.
+    fn pixel(&self, n: &Numbers, uv: [f64; 2], offset: f64) -> Option<(f64, f64)> {
+        let p = self.frame.to_global(uv[0], uv[1]);
+        let along = offset * self.depth * n.depth_scale;
+        let q = Point3::new(
+            p[0] + along * self.frame.normal[0],
+            p[1] + along * self.frame.normal[1],
+            p[2] + along * self.frame.normal[2],
+        );
+        self.camera.project(&q).map(|(x, y, _)| (x, y))
+    }
+
+    fn sample_pixel(&self, n: &Numbers, sample: &Sample) -> Option<(f64, f64)> {
+        match *sample {
+            Sample::Along { shape, s, offset } => self.pixel(n, self.uv(n, self.shapes[shape].1, s)?, offset),
+            Sample::Across { point, s, offsets: (o0, o1) } => self.pixel(n, n.points[point], o0 + s * (o1 - o0)),
+        }
+    }
+}
+
+/// The target's distance to lines running in direction `bin` at a (fractional) pixel,
+/// bilinear, capped.
+fn line_distance(target: &TargetPixels, bin: usize, x: f64, y: f64) -> f64 {
+    let size = target.size as usize;
+    let (x0, y0) = (x.floor(), y.floor());
+    if x0 < 0.0 || y0 < 0.0 || x0 + 1.0 >= size as f64 || y0 + 1.0 >= size as f64 {
+        return EDGE_CAP;
+    }
+    let (fx, fy) = (x - x0, y - y0);
+    let field = &target.oriented[bin];
+    let at = |dx: usize, dy: usize| f64::from(field[(y0 as usize + dy) * size + x0 as usize + dx]);
+    let d = at(0, 0) * (1.0 - fx) * (1.0 - fy) + at(1, 0) * fx * (1.0 - fy) + at(0, 1) * (1.0 - fx) * fy + at(1, 1) * fx * fy;
+    d.min(EDGE_CAP)
+}
+
+/// The depth copies an extent makes, in depths along the sketch normal (which side is
+/// which is left to the render: a copy the candidate does not draw has no counted samples).
+fn offsets(extent: &Extent) -> Vec<f64> {
+    match *extent {
+        Extent::OneSide { .. } => vec![0.0, 1.0, -1.0],
+        Extent::Symmetric { .. } => vec![0.0, 0.5, -0.5],
+        Extent::TwoSides { depth, depth2 } if depth > 0.0 => vec![0.0, 1.0, -1.0, -depth2 / depth, depth2 / depth],
+        Extent::TwoSides { .. } | Extent::ThroughAll { .. } => vec![0.0],
+    }
+}
+
+fn depth_of(extent: &Extent) -> Option<f64> {
+    match *extent {
+        Extent::OneSide { depth } | Extent::Symmetric { depth } | Extent::TwoSides { depth, .. } => Some(depth),
+        Extent::ThroughAll { .. } => None,
+    }
+}
+
+/// Fit `sketch` (as executed, on `frame`) and the depth of `extrude` to the target, seen
+/// through `camera` (the outline's), where the candidate's render is `ids` and its best
+/// alignment with the target is `shift` pixels. `None`: nothing in the drawing can be
+/// scored (no sample lands on a drawn edge).
+pub fn propose(
+    sketch: &Sketch,
+    extrude: &Extrude,
+    frame: &Frame,
+    camera: &Camera,
+    ids: &IdBuffers,
+    shift: [i64; 2],
+    target: &TargetPixels,
+) -> Option<Proposal> {
+    let (numbers, shapes) = numbers_of(sketch);
+    let depth = depth_of(&extrude.extent).unwrap_or(0.0);
+    let model = Model { shapes, frame, camera, depth };
+    let copies = offsets(&extrude.extent);
+    let samples = counted_samples(&model, &numbers, &copies, ids);
+    if samples.is_empty() {
+        return None;
+    }
+    let cost = |n: &Numbers| -> f64 {
+        let total: f64 = samples
+            .iter()
+            .map(|c| {
+                model.sample_pixel(n, &c.sample).map_or(EDGE_CAP, |(x, y)| {
+                    line_distance(target, c.bin, x + shift[0] as f64, y + shift[1] as f64)
+                })
+            })
+            .sum();
+        total / samples.len() as f64
+    };
+    let before_px = cost(&numbers);
+    let px_per_unit = pixels_per_unit(camera);
+    let reach = POINT_REACH_PX / px_per_unit;
+    let fits_depth = depth > 0.0 && samples.iter().any(|c| !is_on_plane(&c.sample));
+    let (best, after_px) = search(&numbers, &cost, reach, px_per_unit, fits_depth);
+    let mut fitted = sketch.clone();
+    apply(&mut fitted, &best);
+    let mut extrude = extrude.clone();
+    scale_depth(&mut extrude.extent, best.depth_scale);
+    Some(Proposal { sketch: fitted, extrude, before_px, after_px, samples: samples.len() })
+}
+
+fn is_on_plane(sample: &Sample) -> bool {
+    matches!(sample, Sample::Along { offset, .. } if *offset == 0.0)
+}
+
+fn pixels_per_unit(camera: &Camera) -> f64 {
+    match camera.projection {
+        views::Projection::Orthographic { pixels_per_unit } => pixels_per_unit,
+        // A perspective outline: its scale at the eye's distance from the origin.
+        views::Projection::Perspective { fov_y_degrees } => {
+            let distance = camera.eye.iter().map(|c| c * c).sum::<f64>().sqrt().max(1e-9);
+            f64::from(camera.height) / 2.0 / (fov_y_degrees.to_radians() / 2.0).tan() / distance
+        }
+    }
+}
+
+/// Pattern search: each number in turn tries a step either way and keeps what lowers the
+/// cost; the step halves when a whole round moves nothing. Points and radii stay within
+/// `reach` (model units) of the model's, the depth within [`DEPTH_REACH`].
+fn search(start: &Numbers, cost: &dyn Fn(&Numbers) -> f64, reach: f64, px_per_unit: f64, depth: bool) -> (Numbers, f64) {
+    let mut best = start.clone();
+    let mut best_cost = cost(&best);
+    let mut step_px = 2.0;
+    // Each coordinate as (which, index, axis); the depth last.
+    let mut coordinates: Vec<(u8, usize, usize)> = Vec::new();
+    coordinates.extend((0..start.points.len()).flat_map(|i| [(0, i, 0), (0, i, 1)]));
+    coordinates.extend((0..start.radii.len()).map(|i| (1, i, 0)));
+    if depth {
+        coordinates.push((2, 0, 0));
+    }
+    let get = |n: &Numbers, (which, i, axis): (u8, usize, usize)| match which {
+        0 => n.points[i][axis],
+        1 => n.radii[i],
+        _ => n.depth_scale,
+    };
+    let set = |n: &mut Numbers, (which, i, axis): (u8, usize, usize), v: f64| match which {
+        0 => n.points[i][axis] = v,
+        1 => n.radii[i] = v,
+        _ => n.depth_scale = v,
+    };
+    let mut rounds = 0;
+    while step_px >= FINEST_STEP_PX && rounds < 200 {
+        rounds += 1;
+        let mut moved = false;
+        for &c in &coordinates {
+            let origin = get(start, c);
+            let (step, lo, hi) = match c.0 {
+                2 => (step_px / POINT_REACH_PX * DEPTH_REACH, 1.0 - DEPTH_REACH, 1.0 + DEPTH_REACH),
+                1 => (step_px / px_per_unit, (origin - reach).max(origin * 0.05), origin + reach),
+                _ => (step_px / px_per_unit, origin - reach, origin + reach),
+            };
+            for direction in [1.0, -1.0] {
+                let v = get(&best, c) + direction * step;
+                if v < lo || v > hi {
+                    continue;
+                }
+                let mut candidate = best.clone();
+                set(&mut candidate, c, v);
+                let k = cost(&candidate);
+                if k < best_cost - 1e-9 {
+                    best = candidate;
+                    best_cost = k;
+                    moved = true;
+                    break;
+                }
+            }
+        }
+        if !moved {
+            step_px /= 2.0;
+        }
+    }
+    (best, best_cost)
+}
+
+/// The drawing's distinct points and radii, and its primitives by them. Points the drawing
+/// shares (a corner of two lines) are one point, so a closed profile stays closed.
+fn numbers_of(sketch: &Sketch) -> (Numbers, Vec<(usize, Shape)>) {
+    let mut numbers = Numbers { points: Vec::new(), radii: Vec::new(), depth_scale: 1.0 };
+    let scale = sketch_scale(sketch);
+    let point = |n: &mut Numbers, p: [f64; 2]| {
+        let near = |q: &[f64; 2]| (q[0] - p[0]).abs() <= 1e-7 * scale && (q[1] - p[1]).abs() <= 1e-7 * scale;
+        n.points.iter().position(near).unwrap_or_else(|| {
+            n.points.push(p);
+            n.points.len() - 1
+        })
+    };
+    let mut shapes = Vec::new();
+    for (k, primitive) in sketch.primitives.iter().enumerate() {
+        let shape = match *primitive {
+            Primitive::Line { start, end, construction: false } => {
+                Shape::Line { a: point(&mut numbers, start), b: point(&mut numbers, end) }
+            }
+            Primitive::Arc { start, mid, end, construction: false } => Shape::Arc {
+                a: point(&mut numbers, start),
+                m: point(&mut numbers, mid),
+                b: point(&mut numbers, end),
+            },
+            Primitive::CenterArc { center, radius, start_angle, end_angle, construction: false } => {
+                numbers.radii.push(radius);
+                Shape::CenterArc {
+                    c: point(&mut numbers, center),
+                    r: numbers.radii.len() - 1,
+                    from: start_angle,
+                    to: end_angle,
+                }
+            }
+            Primitive::Circle { center, radius, construction: false } => {
+                numbers.radii.push(radius);
+                Shape::Circle { c: point(&mut numbers, center), r: numbers.radii.len() - 1 }
+            }
+            // Construction geometry makes no edge.
+            _ => continue,
+        };
+        shapes.push((k, shape));
+    }
+    (numbers, shapes)
+}
+
+fn sketch_scale(sketch: &Sketch) -> f64 {
+    let mut largest: f64 = 1.0;
+    for p in &sketch.primitives {
+        let values: Vec<f64> = match *p {
+            Primitive::Line { start, end, .. } => vec![start[0], start[1], end[0], end[1]],
+            Primitive::Arc { start, mid, end, .. } => vec![start[0], start[1], mid[0], mid[1], end[0], end[1]],
+            Primitive::CenterArc { center, radius, .. } | Primitive::Circle { center, radius, .. } => {
+                vec![center[0], center[1], radius]
+            }
+        };
+        largest = values.into_iter().fold(largest, |m, v| m.max(v.abs()));
+    }
+    largest
+}
+
+/// Samples along every edge the feature makes, kept where the candidate's render draws an
+/// edge (within a pixel).
+fn counted_samples(model: &Model, n: &Numbers, copies: &[f64], ids: &IdBuffers) -> Vec<Counted> {
+    let drawn = |(x, y): (f64, f64)| {
+        let (cx, cy) = (x.floor() as i64, y.floor() as i64);
+        (-1..=1).any(|dy| (-1..=1).any(|dx| ids.edge_at(cx + dx, cy + dy) != NO_ENTITY))
+    };
+    let count_along = |a: Option<(f64, f64)>, b: Option<(f64, f64)>| match (a, b) {
+        (Some(a), Some(b)) => (((a.0 - b.0).hypot(a.1 - b.1) / SAMPLE_SPACING_PX).ceil() as usize).max(2),
+        _ => 2,
+    };
+    // The edge's direction at a sample: from the picture of a point a little either side.
+    let counted = |sample: Sample| -> Option<Counted> {
+        let p = model.sample_pixel(n, &sample)?;
+        if !drawn(p) {
+            return None;
+        }
+        let nudged = |ds: f64| {
+            let mut q = sample;
+            match &mut q {
+                Sample::Along { s, .. } | Sample::Across { s, .. } => *s = (*s + ds).clamp(0.0, 1.0),
+            }
+            model.sample_pixel(n, &q)
+        };
+        let (a, b) = (nudged(-0.01)?, nudged(0.01)?);
+        Some(Counted { sample, bin: views::orientation_bin(b.0 - a.0, b.1 - a.1) })
+    };
+    let mut samples = Vec::new();
+    for (index, &(_, shape)) in model.shapes.iter().enumerate() {
+        for &offset in copies {
+            // Curves: judge the length from a few chords.
+            let chords = 16;
+            let length: usize = (0..chords)
+                .map(|k| {
+                    let at = |s: f64| model.uv(n, shape, s).and_then(|uv| model.pixel(n, uv, offset));
+                    count_along(at(k as f64 / chords as f64), at((k + 1) as f64 / chords as f64))
+                })
+                .sum::<usize>()
+                .max(2);
+            let length = if matches!(shape, Shape::Line { .. }) { length.div_ceil(chords).max(2) } else { length };
+            for k in 0..length {
+                let s = (k as f64 + 0.5) / length as f64;
+                samples.extend(counted(Sample::Along { shape: index, s, offset }));
+            }
+        }
+    }
+    // The straight edges between copies, at each point where two primitives meet.
+    let ends: Vec<usize> = model
+        .shapes
+        .iter()
+        .flat_map(|(_, shape)| match *shape {
+            Shape::Line { a, b } | Shape::Arc { a, b, .. } => vec![a, b],
+            _ => Vec::new(),
+        })
+        .collect();
+    let mut corners: Vec<usize> = ends.clone();
+    corners.sort_unstable();
+    corners.dedup();
+    for point in corners {
+        for (i, &o0) in copies.iter().enumerate() {
+            for &o1 in &copies[i + 1..] {
+                let a = model.pixel(n, n.points[point], o0);
+                let b = model.pixel(n, n.points[point], o1);
+                let length = count_along(a, b);
+                for k in 0..length {
+                    // Away from the corners themselves, which the profiles' samples hold.
+                    let s = (k as f64 + 0.5) / length as f64;
+                    if !(0.1..=0.9).contains(&s) {
+                        continue;
+                    }
+                    samples.extend(counted(Sample::Across { point, s, offsets: (o0, o1) }));
+                }
+            }
+        }
+    }
+    samples
+}
+
+/// Write the fitted numbers back into the drawing, primitive by primitive.
+fn apply(sketch: &mut Sketch, fitted: &Numbers) {
+    let (_, shapes) = numbers_of(sketch);
+    for (k, shape) in shapes {
+        match (&mut sketch.primitives[k], shape) {
+            (Primitive::Line { start: s, end: e, .. }, Shape::Line { a, b }) => {
+                *s = fitted.points[a];
+                *e = fitted.points[b];
+            }
+            (Primitive::Arc { start: s, mid, end: e, .. }, Shape::Arc { a, m, b }) => {
+                *s = fitted.points[a];
+                *mid = fitted.points[m];
+                *e = fitted.points[b];
+            }
+            (Primitive::CenterArc { center, radius, .. }, Shape::CenterArc { c, r, .. })
+            | (Primitive::Circle { center, radius, .. }, Shape::Circle { c, r }) => {
+                *center = fitted.points[c];
+                *radius = fitted.radii[r];
+            }
+            _ => {}
+        }
+    }
+    // Dimensions the drawing states follow the fitted geometry: the solver would otherwise
+    // pull the numbers back to the model's.
+    update_dimensions(sketch);
+}
+
+fn update_dimensions(sketch: &mut Sketch) {
+    use freecad_bridge::command::{Constraint, CurveRef};
+    let primitives = sketch.primitives.clone();
+    for constraint in &mut sketch.constraints {
+        if let Constraint::Radius { curve: CurveRef::Own(index), value } = constraint {
+            match primitives.get(*index) {
+                Some(Primitive::Circle { radius, .. } | Primitive::CenterArc { radius, .. }) => *value = *radius,
+                Some(Primitive::Arc { start, mid, end, .. }) => {
+                    if let Some((_, r)) = circumcircle(*start, *mid, *end) {
+                        *value = r;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Constraint::Length { line: CurveRef::Own(index), value } = constraint
+            && let Some(Primitive::Line { start, end, .. }) = primitives.get(*index)
+        {
+            *value = (end[0] - start[0]).hypot(end[1] - start[1]);
+        }
+    }
+}
+
+fn scale_depth(extent: &mut Extent, factor: f64) {
+    match extent {
+        Extent::OneSide { depth } | Extent::Symmetric { depth } => *depth *= factor,
+        Extent::TwoSides { depth, depth2 } => {
+            *depth *= factor;
+            *depth2 *= factor;
+        }
+        Extent::ThroughAll { .. } => {}
+    }
+}
