@@ -741,11 +741,26 @@ impl Engine<'_> {
         // A sketch whose constraints cannot be solved goes back to Stage 2 with the solver's
         // words (the drawing is at fault, not the plan), up to `max_invalid_answers` times.
         let mut redraws = 0;
+        let mut mended = false;
         let (command, preview) = loop {
             let failure = match self.candidate(session, &mut sketches, &command, turn)? {
                 Ok(p) => break (command, p),
                 Err(failure) => failure,
             };
+            if !mended
+                && failure.reason.contains("axis intersects")
+                && let Some((i, sketch, points)) = fit::onto_axis(&sketches, &command, self.axis_reach())
+            {
+                mended = true;
+                self.emit(TraceEvent::OntoAxis {
+                    step: turn.step,
+                    attempt: turn.attempt,
+                    sketch: sketch.name.clone(),
+                    points,
+                })?;
+                sketches[i] = sketch;
+                continue;
+            }
             let Some(i) = failure.unsolvable_sketch.filter(|_| redraws < self.config.max_invalid_answers) else {
                 return self.failed_candidate(turn, failure.reason);
             };
@@ -911,6 +926,13 @@ impl Engine<'_> {
                 }
             }
         }
+    }
+
+    /// How far across its axis a revolve's profile may be put back on it: the fit's reach
+    /// for a point, in model units at the views' scale.
+    fn axis_reach(&self) -> f64 {
+        let px_per_unit = f64::from(self.config.view_size) * views::PREVIEW_FILL / 2.0 / self.sphere.radius;
+        fit::sketch::POINT_REACH_PX / px_per_unit
     }
 
     /// Back to the accepted commands: the document as it was before the attempt.

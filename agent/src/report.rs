@@ -201,6 +201,13 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                     escape(&constraints.join(", "))
                 );
             }
+            TraceEvent::OntoAxis { sketch, points, .. } => {
+                let _ = write!(
+                    h,
+                    "<p>The revolve's profile crossed its axis by a hair: {points} point(s) of {} put on the axis.</p>",
+                    escape(sketch)
+                );
+            }
             TraceEvent::Fit { report, .. } => {
                 let _ = if report.kept() {
                     write!(

@@ -28,7 +28,7 @@ pub mod sketch;
 
 use std::time::Instant;
 
-use freecad_bridge::command::{Extrude, Primitive, Sketch};
+use freecad_bridge::command::{Primitive, Sketch};
 use freecad_bridge::{BridgeError, Command, Preview, Session};
 use serde::{Deserialize, Serialize};
 use views::{IdBuffers, NO_ENTITY, Options, Scene};
@@ -180,8 +180,7 @@ pub fn fit_feature<E: From<BridgeError>>(
     opts: &Options,
     rebuild: &mut Rebuild<'_, E>,
 ) -> Result<Fitted, E> {
-    let Command::Extrude(extrude) = command else { return Ok(None) };
-    let Some(index) = sketches.iter().position(|s| s.name == extrude.profile) else { return Ok(None) };
+    let Some((index, feature)) = feature_of(sketches, command) else { return Ok(None) };
     let started = Instant::now();
     let scene = Scene::new(&preview.after, &preview.state);
     let ids = views::outline(&scene, opts);
@@ -189,7 +188,7 @@ pub fn fit_feature<E: From<BridgeError>>(
     let camera = views::outline_camera(&scene, opts);
     let frame = session.plane_frame(&sketches[index].on)?;
     let Some(proposal) =
-        sketch::propose(&sketches[index], extrude, &frame, &camera, &ids, before.shift, target)
+        sketch::propose(&sketches[index], &feature, &frame, &camera, &ids, before.shift, target)
     else {
         return Ok(None);
     };
@@ -219,7 +218,10 @@ pub fn fit_feature<E: From<BridgeError>>(
     }
     let mut fitted_sketches = sketches.to_vec();
     fitted_sketches[index] = proposal.sketch.clone();
-    let fitted_command = Command::Extrude(proposal.extrude.clone());
+    let fitted_command = match &proposal.feature {
+        sketch::Feature::Extrude(e) => Command::Extrude(e.clone()),
+        sketch::Feature::Revolve { .. } => command.clone(),
+    };
     report.evaluations += 1;
     if let Some(fitted_preview) = rebuild(session, &fitted_sketches, &fitted_command)? {
         let fitted_ids = views::outline(&Scene::new(&fitted_preview.after, &fitted_preview.state), opts);
@@ -228,7 +230,7 @@ pub fn fit_feature<E: From<BridgeError>>(
         report.moved = Some(moved);
         if moved.closer_by() >= MIN_MOVED_GAIN && after.cost() <= before.cost() {
             report.after = after;
-            describe_changes(&mut report, &sketches[index], &proposal.sketch, extrude, &proposal.extrude);
+            describe_changes(&mut report, &sketches[index], &proposal.sketch, command, &fitted_command);
             return done(report, Some((fitted_sketches, fitted_command, fitted_preview)));
         }
         report.dropped = Some(format!(
@@ -253,8 +255,93 @@ pub fn fit_feature<E: From<BridgeError>>(
     done(report, None)
 }
 
+/// The new sketch `command` is drawn on (its index in `sketches`) and what carries it: an
+/// extrusion, or a revolve about that sketch's own axis or line. `None` for anything else.
+fn feature_of(sketches: &[Sketch], command: &Command) -> Option<(usize, sketch::Feature)> {
+    match command {
+        Command::Extrude(extrude) => {
+            let index = sketches.iter().position(|s| s.name == extrude.profile)?;
+            Some((index, sketch::Feature::Extrude(extrude.clone())))
+        }
+        Command::Revolve(revolve) => {
+            let index = sketches.iter().position(|s| s.name == revolve.profile)?;
+            let (owner, axis) = revolve.axis.split_once('.')?;
+            if owner != revolve.profile {
+                return None;
+            }
+            let (point, direction) = match axis {
+                "v_axis" => ([0.0, 0.0], [0.0, 1.0]),
+                "h_axis" => ([0.0, 0.0], [1.0, 0.0]),
+                line => {
+                    let k: usize = line.strip_prefix('g')?.parse().ok()?;
+                    match sketches[index].primitives.get(k)? {
+                        Primitive::Line { start, end, .. } => (*start, [end[0] - start[0], end[1] - start[1]]),
+                        _ => return None,
+                    }
+                }
+            };
+            Some((index, sketch::Feature::Revolve { point, direction, angle: revolve.angle }))
+        }
+        _ => None,
+    }
+}
+
+/// A revolve whose profile crosses its own axis (FreeCAD: "Revolve axis intersects the
+/// sketch") by a hair: the points on the far side of the axis within `reach` (model units)
+/// are put on it. A drawing read by eye puts a shaft's centre line a pixel off as often as
+/// not. Returns the mended sketch and how many points moved; `None` when the command is not
+/// such a revolve or a point lies farther across than `reach` (then the drawing is not a
+/// hair off, and the model hears the kernel's words).
+pub fn onto_axis(sketches: &[Sketch], command: &Command, reach: f64) -> Option<(usize, Sketch, usize)> {
+    let (index, sketch::Feature::Revolve { point, direction, .. }) = feature_of(sketches, command)? else {
+        return None;
+    };
+    let length = direction[0].hypot(direction[1]);
+    if length < 1e-12 {
+        return None;
+    }
+    let d = [direction[0] / length, direction[1] / length];
+    let side = |p: [f64; 2]| (p[0] - point[0]) * d[1] - (p[1] - point[1]) * d[0];
+    let onto = |p: [f64; 2]| {
+        let t = (p[0] - point[0]) * d[0] + (p[1] - point[1]) * d[1];
+        [point[0] + t * d[0], point[1] + t * d[1]]
+    };
+    let mut sketch = sketches[index].clone();
+    let profile = |p: &Primitive| !matches!(p, Primitive::Line { construction: true, .. } | Primitive::Arc { construction: true, .. } | Primitive::CenterArc { construction: true, .. } | Primitive::Circle { construction: true, .. });
+    let mut points: Vec<[f64; 2]> = Vec::new();
+    for p in sketch.primitives.iter().filter(|p| profile(p)) {
+        match *p {
+            Primitive::Line { start, end, .. } => points.extend([start, end]),
+            Primitive::Arc { start, mid, end, .. } => points.extend([start, mid, end]),
+            // Circles and centre arcs across an axis are not a hair off.
+            _ => return None,
+        }
+    }
+    // The profile's side is where its farthest point lies.
+    let main = points.iter().map(|p| side(*p)).max_by(|a, b| a.abs().total_cmp(&b.abs()))?;
+    let across = |p: [f64; 2]| side(p) * main.signum() < 0.0;
+    if points.iter().any(|p| across(*p) && side(*p).abs() > reach) || !points.iter().any(|p| across(*p)) {
+        return None;
+    }
+    let mut moved = 0;
+    for p in sketch.primitives.iter_mut() {
+        let slots: Vec<&mut [f64; 2]> = match p {
+            Primitive::Line { start, end, construction: false } => vec![start, end],
+            Primitive::Arc { start, mid, end, construction: false } => vec![start, mid, end],
+            _ => Vec::new(),
+        };
+        for slot in slots {
+            if across(*slot) {
+                *slot = onto(*slot);
+                moved += 1;
+            }
+        }
+    }
+    Some((index, sketch, moved))
+}
+
 /// What moved between the drawn and the fitted candidate, for the report.
-fn describe_changes(report: &mut FitReport, drawn: &Sketch, fitted: &Sketch, from: &Extrude, to: &Extrude) {
+fn describe_changes(report: &mut FitReport, drawn: &Sketch, fitted: &Sketch, from: &Command, to: &Command) {
     let points = |s: &Sketch| -> Vec<[f64; 2]> {
         s.primitives
             .iter()
@@ -285,6 +372,7 @@ fn describe_changes(report: &mut FitReport, drawn: &Sketch, fitted: &Sketch, fro
             report.changes.push(Change { what: format!("{} primitive {k} radius", drawn.name), from: *r0, to: *r1 });
         }
     }
+    let (Command::Extrude(from), Command::Extrude(to)) = (from, to) else { return };
     for (name, x, y) in depths(&from.extent).into_iter().zip(depths(&to.extent)).map(|((n, x), (_, y))| (n, x, y)) {
         if x != y {
             report.changes.push(Change { what: format!("extent.{name}"), from: x, to: y });

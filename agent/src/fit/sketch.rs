@@ -14,7 +14,7 @@
 use freecad_bridge::command::{Extent, Extrude, Primitive, Sketch};
 use freecad_bridge::geometry::circumcircle;
 use freecad_bridge::state::Frame;
-use nalgebra::Point3;
+use nalgebra::{Point3, Vector3};
 use views::{Camera, IdBuffers, NO_ENTITY};
 
 use super::{EDGE_CAP, TargetPixels};
@@ -32,7 +32,7 @@ const FINEST_STEP_PX: f64 = 0.1;
 #[derive(Debug, Clone)]
 pub struct Proposal {
     pub sketch: Sketch,
-    pub extrude: Extrude,
+    pub feature: Feature,
     /// Mean capped distance (pixels) of the counted samples to the target's lines.
     pub before_px: f64,
     pub after_px: f64,
@@ -58,12 +58,23 @@ enum Shape {
     Circle { c: usize, r: usize },
 }
 
-/// Where one sample sits: on primitive `shape` at `s` (0..1), on the copy `offset` depths
-/// along the normal; or on the straight edge at point `point` between two copies.
+/// Where one sample sits: on primitive `shape` at `s` (0..1), on the profile's copy at
+/// `place` (see [`Motion`]); or on the path point `point` takes from one place to another
+/// (an extrusion's straight edge at a corner, a revolve's circle).
 #[derive(Debug, Clone, Copy)]
 enum Sample {
-    Along { shape: usize, s: f64, offset: f64 },
-    Across { point: usize, s: f64, offsets: (f64, f64) },
+    Along { shape: usize, s: f64, place: f64 },
+    Across { point: usize, s: f64, span: (f64, f64) },
+}
+
+/// How the feature carries its profile.
+#[derive(Debug, Clone, Copy)]
+enum Motion {
+    /// Along the sketch normal; a place is a number of depths.
+    Extrude { depth: f64 },
+    /// About an axis in the sketch plane (a point and a direction, sketch coordinates); a
+    /// place is an angle in radians.
+    Revolve { point: [f64; 2], direction: [f64; 2] },
 }
 
 /// A counted sample and the direction its edge runs on the picture
@@ -78,7 +89,7 @@ struct Model<'a> {
     shapes: Vec<(usize, Shape)>,
     frame: &'a Frame,
     camera: &'a Camera,
-    depth: f64,
+    motion: Motion,
 }
 
 impl Model<'_> {
@@ -103,22 +114,29 @@ impl Model<'_> {
         })
     }
 
-    /// The pixel (outline's camera) of sketch point `uv` moved `offset` depths along the normal.
-    fn pixel(&self, n: &Numbers, uv: [f64; 2], offset: f64) -> Option<(f64, f64)> {
-        let p = self.frame.to_global(uv[0], uv[1]);
-        let along = offset * self.depth * n.depth_scale;
-        let q = Point3::new(
-            p[0] + along * self.frame.normal[0],
-            p[1] + along * self.frame.normal[1],
-            p[2] + along * self.frame.normal[2],
-        );
-        self.camera.project(&q).map(|(x, y, _)| (x, y))
+    /// The pixel (outline's camera) of sketch point `uv` carried to `place`.
+    fn pixel(&self, n: &Numbers, uv: [f64; 2], place: f64) -> Option<(f64, f64)> {
+        let p = Vector3::from(self.frame.to_global(uv[0], uv[1]));
+        let normal = Vector3::from(self.frame.normal);
+        let q = match self.motion {
+            Motion::Extrude { depth } => p + normal * (place * depth * n.depth_scale),
+            Motion::Revolve { point, direction } => {
+                let origin = Vector3::from(self.frame.to_global(point[0], point[1]));
+                let axis = Vector3::from(self.frame.x_axis) * direction[0] + Vector3::from(self.frame.y_axis) * direction[1];
+                let axis = axis.try_normalize(1e-12)?;
+                let rel = p - origin;
+                // Rodrigues' rotation of the point about the axis.
+                let (sin, cos) = place.sin_cos();
+                origin + rel * cos + axis.cross(&rel) * sin + axis * axis.dot(&rel) * (1.0 - cos)
+            }
+        };
+        self.camera.project(&Point3::from(q)).map(|(x, y, _)| (x, y))
     }
 
     fn sample_pixel(&self, n: &Numbers, sample: &Sample) -> Option<(f64, f64)> {
         match *sample {
-            Sample::Along { shape, s, offset } => self.pixel(n, self.uv(n, self.shapes[shape].1, s)?, offset),
-            Sample::Across { point, s, offsets: (o0, o1) } => self.pixel(n, n.points[point], o0 + s * (o1 - o0)),
+            Sample::Along { shape, s, place } => self.pixel(n, self.uv(n, self.shapes[shape].1, s)?, place),
+            Sample::Across { point, s, span: (a, b) } => self.pixel(n, n.points[point], a + s * (b - a)),
         }
     }
 }
@@ -138,8 +156,8 @@ fn line_distance(target: &TargetPixels, bin: usize, x: f64, y: f64) -> f64 {
     d.min(EDGE_CAP)
 }
 
-/// The depth copies an extent makes, in depths along the sketch normal (which side is
-/// which is left to the render: a copy the candidate does not draw has no counted samples).
+/// The copies of the profile an extent makes, in depths along the sketch normal (which side
+/// is which is left to the render: a copy the candidate does not draw has no counted samples).
 fn offsets(extent: &Extent) -> Vec<f64> {
     match *extent {
         Extent::OneSide { .. } => vec![0.0, 1.0, -1.0],
@@ -156,13 +174,23 @@ fn depth_of(extent: &Extent) -> Option<f64> {
     }
 }
 
-/// Fit `sketch` (as executed, on `frame`) and the depth of `extrude` to the target, seen
-/// through `camera` (the outline's), where the candidate's render is `ids` and its best
-/// alignment with the target is `shift` pixels. `None`: nothing in the drawing can be
+/// The feature the drawing is for: what carries the profile and which numbers of its own
+/// the fit may move.
+#[derive(Debug, Clone)]
+pub enum Feature {
+    Extrude(Extrude),
+    /// A revolve about the sketch's own axis or line: the axis (a point and a direction,
+    /// sketch coordinates) and the angle in degrees. The angle is not fitted.
+    Revolve { point: [f64; 2], direction: [f64; 2], angle: f64 },
+}
+
+/// Fit `sketch` (as executed, on `frame`) and, for an extrusion, its depth, to the target,
+/// seen through `camera` (the outline's), where the candidate's render is `ids` and its
+/// best alignment with the target is `shift` pixels. `None`: nothing in the drawing can be
 /// scored (no sample lands on a drawn edge).
 pub fn propose(
     sketch: &Sketch,
-    extrude: &Extrude,
+    feature: &Feature,
     frame: &Frame,
     camera: &Camera,
     ids: &IdBuffers,
@@ -170,10 +198,25 @@ pub fn propose(
     target: &TargetPixels,
 ) -> Option<Proposal> {
     let (numbers, shapes) = numbers_of(sketch);
-    let depth = depth_of(&extrude.extent).unwrap_or(0.0);
-    let model = Model { shapes, frame, camera, depth };
-    let copies = offsets(&extrude.extent);
-    let samples = counted_samples(&model, &numbers, &copies, ids);
+    let (motion, copies, spans) = match feature {
+        Feature::Extrude(extrude) => {
+            let copies = offsets(&extrude.extent);
+            let spans = copies.iter().enumerate().flat_map(|(i, &a)| copies[i + 1..].iter().map(move |&b| (a, b))).collect();
+            (Motion::Extrude { depth: depth_of(&extrude.extent).unwrap_or(0.0) }, copies, spans)
+        }
+        Feature::Revolve { point, direction, angle } => {
+            let a = angle.to_radians();
+            let motion = Motion::Revolve { point: *point, direction: *direction };
+            if angle.abs() >= 360.0 - 1e-9 {
+                // A whole turn: each corner's circle; the profile itself is only a seam.
+                (motion, Vec::new(), vec![(0.0, std::f64::consts::TAU)])
+            } else {
+                (motion, vec![0.0, a, -a], vec![(0.0, a), (0.0, -a)])
+            }
+        }
+    };
+    let model = Model { shapes, frame, camera, motion };
+    let samples = counted_samples(&model, &numbers, &copies, &spans, ids);
     if samples.is_empty() {
         return None;
     }
@@ -191,17 +234,24 @@ pub fn propose(
     let before_px = cost(&numbers);
     let px_per_unit = pixels_per_unit(camera);
     let reach = POINT_REACH_PX / px_per_unit;
-    let fits_depth = depth > 0.0 && samples.iter().any(|c| !is_on_plane(&c.sample));
+    let fits_depth = matches!(motion, Motion::Extrude { depth } if depth > 0.0)
+        && samples.iter().any(|c| !is_on_plane(&c.sample));
     let (best, after_px) = search(&numbers, &cost, reach, px_per_unit, fits_depth);
     let mut fitted = sketch.clone();
     apply(&mut fitted, &best);
-    let mut extrude = extrude.clone();
-    scale_depth(&mut extrude.extent, best.depth_scale);
-    Some(Proposal { sketch: fitted, extrude, before_px, after_px, samples: samples.len() })
+    let feature = match feature {
+        Feature::Extrude(extrude) => {
+            let mut extrude = extrude.clone();
+            scale_depth(&mut extrude.extent, best.depth_scale);
+            Feature::Extrude(extrude)
+        }
+        revolve => revolve.clone(),
+    };
+    Some(Proposal { sketch: fitted, feature, before_px, after_px, samples: samples.len() })
 }
 
 fn is_on_plane(sample: &Sample) -> bool {
-    matches!(sample, Sample::Along { offset, .. } if *offset == 0.0)
+    matches!(sample, Sample::Along { place, .. } if *place == 0.0)
 }
 
 fn pixels_per_unit(camera: &Camera) -> f64 {
@@ -334,7 +384,7 @@ fn sketch_scale(sketch: &Sketch) -> f64 {
 
 /// Samples along every edge the feature makes, kept where the candidate's render draws an
 /// edge (within a pixel).
-fn counted_samples(model: &Model, n: &Numbers, copies: &[f64], ids: &IdBuffers) -> Vec<Counted> {
+fn counted_samples(model: &Model, n: &Numbers, copies: &[f64], spans: &[(f64, f64)], ids: &IdBuffers) -> Vec<Counted> {
     let drawn = |(x, y): (f64, f64)| {
         let (cx, cy) = (x.floor() as i64, y.floor() as i64);
         (-1..=1).any(|dy| (-1..=1).any(|dx| ids.edge_at(cx + dx, cy + dy) != NO_ENTITY))
@@ -361,12 +411,12 @@ fn counted_samples(model: &Model, n: &Numbers, copies: &[f64], ids: &IdBuffers) 
     };
     let mut samples = Vec::new();
     for (index, &(_, shape)) in model.shapes.iter().enumerate() {
-        for &offset in copies {
+        for &place in copies {
             // Curves: judge the length from a few chords.
             let chords = 16;
             let length: usize = (0..chords)
                 .map(|k| {
-                    let at = |s: f64| model.uv(n, shape, s).and_then(|uv| model.pixel(n, uv, offset));
+                    let at = |s: f64| model.uv(n, shape, s).and_then(|uv| model.pixel(n, uv, place));
                     count_along(at(k as f64 / chords as f64), at((k + 1) as f64 / chords as f64))
                 })
                 .sum::<usize>()
@@ -374,7 +424,7 @@ fn counted_samples(model: &Model, n: &Numbers, copies: &[f64], ids: &IdBuffers) 
             let length = if matches!(shape, Shape::Line { .. }) { length.div_ceil(chords).max(2) } else { length };
             for k in 0..length {
                 let s = (k as f64 + 0.5) / length as f64;
-                samples.extend(counted(Sample::Along { shape: index, s, offset }));
+                samples.extend(counted(Sample::Along { shape: index, s, place }));
             }
         }
     }
@@ -391,19 +441,28 @@ fn counted_samples(model: &Model, n: &Numbers, copies: &[f64], ids: &IdBuffers) 
     corners.sort_unstable();
     corners.dedup();
     for point in corners {
-        for (i, &o0) in copies.iter().enumerate() {
-            for &o1 in &copies[i + 1..] {
-                let a = model.pixel(n, n.points[point], o0);
-                let b = model.pixel(n, n.points[point], o1);
-                let length = count_along(a, b);
-                for k in 0..length {
-                    // Away from the corners themselves, which the profiles' samples hold.
-                    let s = (k as f64 + 0.5) / length as f64;
-                    if !(0.1..=0.9).contains(&s) {
-                        continue;
-                    }
-                    samples.extend(counted(Sample::Across { point, s, offsets: (o0, o1) }));
+        for &(a, b) in spans {
+            // A path's length in pixels, from a few chords (a revolve's is a circle).
+            let chords = 16;
+            let at = |s: f64| model.pixel(n, n.points[point], a + s * (b - a));
+            let chord = |k: usize| match (at(k as f64 / chords as f64), at((k + 1) as f64 / chords as f64)) {
+                (Some(p), Some(q)) => (p.0 - q.0).hypot(p.1 - q.1),
+                _ => 0.0,
+            };
+            let pixels: f64 = (0..chords).map(chord).sum();
+            // A point on a revolve's axis traces no circle.
+            if pixels < 2.0 {
+                continue;
+            }
+            let length = ((pixels / SAMPLE_SPACING_PX).ceil() as usize).max(2);
+            for k in 0..length {
+                let s = (k as f64 + 0.5) / length as f64;
+                // An extrusion's corner edge away from the corners themselves, which the
+                // profiles' samples hold.
+                if matches!(model.motion, Motion::Extrude { .. }) && !(0.1..=0.9).contains(&s) {
+                    continue;
                 }
+                samples.extend(counted(Sample::Across { point, s, span: (a, b) }));
             }
         }
     }
