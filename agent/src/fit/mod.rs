@@ -36,12 +36,16 @@ use views::{IdBuffers, NO_ENTITY, Options, Scene};
 /// Distances from a candidate's edge to the target's nearest line count up to this (pixels).
 pub const EDGE_CAP: f64 = 6.0;
 /// The picture model must lower its cost by this much (pixels) for a proposal to be built.
-pub const MIN_GAIN: f64 = 0.15;
+/// With the oracle's exact candidates on test100 targets (another renderer: other line
+/// widths and anti-aliasing) the search found up to 0.4 px (once 0.8 px, on 29 changed
+/// pixels); drawings off by the simulated reader's 1% mostly gain 0.9 to 4 px.
+pub const MIN_GAIN: f64 = 0.5;
 /// A built proposal is kept when the edges it moved lie this much closer (pixels, on
 /// average) to the target's lines than the edges they replaced ([`moved_edges`]).
 pub const MIN_MOVED_GAIN: f64 = 0.5;
-/// Fewer changed edge pixels than this is no measurable move.
-const MIN_MOVED_PIXELS: usize = 10;
+/// Fewer changed edge pixels than this is no measurable move (the oracle's exact candidates
+/// on test100 targets changed 20 to 62 pixels where the search chased rendering differences).
+const MIN_MOVED_PIXELS: usize = 40;
 
 /// The target as the fit compares with it, at the framing of the views (S_t on the same
 /// circle): its silhouette and the distance of every pixel to its nearest drawn line.
