@@ -60,6 +60,9 @@ pub struct Config {
     /// Experimental, off by default: after Stage 2, move the candidate's extrusion depths to
     /// agree with the target's pixels (`fit.rs`; it still moves exact candidates).
     pub fit: bool,
+    /// At END, fit every extrusion and revolve of the finished program again against the
+    /// whole target (`fit/program.rs`).
+    pub fit_end: bool,
     /// Prompt templates; the built-in ones when unset.
     pub prompts: Option<PathBuf>,
     /// The GERD-RET index Stage 1 retrieves examples from (`vision2cad gerd index`).
@@ -85,6 +88,7 @@ impl Default for Config {
             part_radius: 50.0,
             snap_tolerance: 0.002,
             fit: false,
+            fit_end: false,
             prompts: None,
             rag_index: None,
             rag_k: 3,

@@ -185,7 +185,7 @@ impl Reconstruction {
         let framed_mask = reg.then(|| target.framed_mask(config.view_size, views::TAGGED_FILL));
         let framed_lines = reg.then(|| target.framed_lines(config.view_size, views::TAGGED_FILL));
         let fit_target = match (&framed_mask, &framed_lines) {
-            (Some(mask), Some(lines)) if config.fit => {
+            (Some(mask), Some(lines)) if config.fit || config.fit_end => {
                 Some(fit::TargetPixels::new(config.view_size, mask.clone(), lines))
             }
             _ => None,
@@ -201,6 +201,8 @@ impl Reconstruction {
             framed_lines,
             fit_target,
             fit_report: None,
+            fitted_from: None,
+            as_drawn: Vec::new(),
             target,
             history: Vec::new(),
             history_notes: Vec::new(),
@@ -315,6 +317,10 @@ pub(crate) struct Engine<'a> {
     fit_target: Option<fit::TargetPixels>,
     /// The fit of the candidate Stage 3 is judging, when one ran.
     pub fit_report: Option<fit::FitReport>,
+    /// The candidate's sketches and command as the model drew them, when the fit moved them.
+    fitted_from: Option<(Vec<Sketch>, Command)>,
+    /// Every committed feature a step's fit moved, as drawn, for the fit at END.
+    as_drawn: Vec<fit::program::AsDrawn>,
     trace: JsonlTrace,
     sinks: &'a mut Vec<Box<dyn Sink>>,
     pub history: Vec<Command>,
@@ -422,7 +428,12 @@ impl Engine<'_> {
                     step_timing.push(spent);
                     self.emit(TraceEvent::Accepted { step: self.steps_done, timing: spent })?;
                 }
-                StepEnd::Ended => finished = true,
+                StepEnd::Ended => {
+                    finished = true;
+                    if config.fit_end {
+                        self.fit_program(session)?;
+                    }
+                }
                 StepEnd::Failed(reason) => {
                     stop = reason.clone();
                     failure = Some(reason);
@@ -790,6 +801,9 @@ impl Engine<'_> {
             self.rollback(session)?;
             return self.failed_candidate(turn, e.to_string());
         }
+        if let Some((drawn, drawn_command)) = self.fitted_from.take() {
+            self.record_as_drawn(switch.is_some(), &sketches, &drawn, &command, drawn_command);
+        }
         let committed: Vec<Command> =
             switch.into_iter().chain(sketches.into_iter().map(Command::Sketch)).chain([command]).collect();
         self.emit(TraceEvent::Execute(Execution::committed(turn.step, turn.attempt, turn.verify, committed.clone())))?;
@@ -881,6 +895,10 @@ impl Engine<'_> {
         turn: Turn,
     ) -> Result<(Command, Preview), LoopError> {
         // Taken for the fit and put back: the rebuilds below need the engine itself.
+        self.fitted_from = None;
+        if !self.config.fit {
+            return Ok((command, preview));
+        }
         let Some(target) = self.fit_target.take() else { return Ok((command, preview)) };
         let opts = self.options();
         let drawn = sketches.clone();
@@ -900,6 +918,7 @@ impl Engine<'_> {
                 self.fit_report = report.kept().then_some(report);
                 Ok(match fitted {
                     Some((fitted_sketches, c, p)) => {
+                        self.fitted_from = Some((drawn, command));
                         *sketches = fitted_sketches;
                         (c, p)
                     }
@@ -933,6 +952,58 @@ impl Engine<'_> {
     fn axis_reach(&self) -> f64 {
         let px_per_unit = f64::from(self.config.view_size) * views::PREVIEW_FILL / 2.0 / self.sphere.radius;
         fit::sketch::POINT_REACH_PX / px_per_unit
+    }
+
+    /// Remember a committed feature the step's fit moved, as the model drew it (the history
+    /// is about to get the switch, the sketches and the command, in that order).
+    fn record_as_drawn(
+        &mut self,
+        switched: bool,
+        fitted: &[Sketch],
+        drawn: &[Sketch],
+        command: &Command,
+        drawn_command: Command,
+    ) {
+        let profile = match command {
+            Command::Extrude(e) => &e.profile,
+            Command::Revolve(r) => &r.profile,
+            _ => return,
+        };
+        let Some(i) = fitted.iter().position(|s| &s.name == profile) else { return };
+        let base = self.history.len() + usize::from(switched);
+        self.as_drawn.push(fit::program::AsDrawn {
+            sketch: base + i,
+            command: base + fitted.len(),
+            fitted: (Command::Sketch(fitted[i].clone()), command.clone()),
+            drawn: (Command::Sketch(drawn[i].clone()), drawn_command),
+        });
+    }
+
+    /// The fit at END ([`fit::program`]): the finished program's features fitted again
+    /// against the whole target; the history becomes the program kept. A fit that fails
+    /// leaves the program as it was.
+    fn fit_program(&mut self, session: &mut Session) -> Result<(), LoopError> {
+        let Some(target) = self.fit_target.take() else { return Ok(()) };
+        let opts = self.options();
+        let diagonal = session.state().bbox.map_or(2.0 * self.sphere.radius, |b| b.diagonal());
+        let deflection = views::deflection_for(diagonal);
+        let program = freecad_bridge::Program { name: None, description: None, commands: self.history.clone() };
+        let fitted =
+            kernel(&mut self.timing, session, |s| {
+                fit::program::fit_program(s, &program, &self.as_drawn, &target, &opts, deflection)
+            });
+        self.fit_target = Some(target);
+        match fitted {
+            Ok((fitted, report)) => {
+                self.history = fitted.commands;
+                self.emit(TraceEvent::ProgramFit { report })?;
+            }
+            Err(e) => {
+                tracing::warn!("the fit at END failed, the program stays as built: {e}");
+                self.rollback(session)?;
+            }
+        }
+        Ok(())
     }
 
     /// Back to the accepted commands: the document as it was before the attempt.

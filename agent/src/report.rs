@@ -201,6 +201,25 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                     escape(&constraints.join(", "))
                 );
             }
+            TraceEvent::ProgramFit { report } => {
+                let _ = write!(
+                    h,
+                    "<h2>Fit at END</h2><p>{} of {} features moved ({} rebuilds, {:.2} s).</p><ul>",
+                    report.kept(),
+                    report.features.len(),
+                    report.rebuilds,
+                    report.seconds
+                );
+                for f in &report.features {
+                    let text = if f.report.kept() {
+                        f.report.describe()
+                    } else {
+                        format!("stays: {}", f.report.dropped.as_deref().unwrap_or("nothing moved"))
+                    };
+                    let _ = write!(h, "<li>command {}: {}</li>", f.command, escape(&text));
+                }
+                let _ = write!(h, "</ul>");
+            }
             TraceEvent::OntoAxis { sketch, points, .. } => {
                 let _ = write!(
                     h,

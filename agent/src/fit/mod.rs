@@ -24,6 +24,7 @@
 //! whole picture would drown one feature's edges in the rest of the model); otherwise the
 //! candidate is rebuilt as drawn.
 
+pub mod program;
 pub mod sketch;
 
 use std::time::Instant;
@@ -261,7 +262,7 @@ pub fn fit_feature<E: From<BridgeError>>(
 
 /// The new sketch `command` is drawn on (its index in `sketches`) and what carries it: an
 /// extrusion, or a revolve about that sketch's own axis or line. `None` for anything else.
-fn feature_of(sketches: &[Sketch], command: &Command) -> Option<(usize, sketch::Feature)> {
+pub(crate) fn feature_of(sketches: &[Sketch], command: &Command) -> Option<(usize, sketch::Feature)> {
     match command {
         Command::Extrude(extrude) => {
             let index = sketches.iter().position(|s| s.name == extrude.profile)?;
@@ -345,7 +346,7 @@ pub fn onto_axis(sketches: &[Sketch], command: &Command, reach: f64) -> Option<(
 }
 
 /// What moved between the drawn and the fitted candidate, for the report.
-fn describe_changes(report: &mut FitReport, drawn: &Sketch, fitted: &Sketch, from: &Command, to: &Command) {
+pub(crate) fn describe_changes(report: &mut FitReport, drawn: &Sketch, fitted: &Sketch, from: &Command, to: &Command) {
     let points = |s: &Sketch| -> Vec<[f64; 2]> {
         s.primitives
             .iter()

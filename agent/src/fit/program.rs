@@ -1,0 +1,239 @@
+//! The whole-program fit at END: every fitted feature of the finished program again, against
+//! the whole target.
+//!
+//! A step's fit sees the target's lines while the model holds only part of the part, so a
+//! later feature can change what is drawn near an earlier one's edges: a fillet turns the
+//! sharp inside corner of an L into two tangent lines, and the corner's own fit pulled it
+//! onto one of them. At END the model has every feature, its picture shows what the target
+//! shows, and each feature in program order (a sketch and the extrusion or revolve on it) is
+//! fitted as a step's is ([`super::sketch::propose`]), with the finished model's render
+//! deciding which of its edges count. A proposal is rebuilt as the whole program (every
+//! later feature and tie on top of it, so PGR's ties and the sketches placed on its faces
+//! move with it) and kept when the edges that moved lie closer to the target's lines
+//! ([`super::moved_edges`]). The structure never changes: same commands, same references.
+
+use std::time::Instant;
+
+use freecad_bridge::{BridgeError, Command, Program, Session};
+use serde::{Deserialize, Serialize};
+use views::{IdBuffers, Options, Scene};
+
+use super::{Agreement, FitReport, MIN_GAIN, MIN_MOVED_GAIN, TargetPixels, agreement, describe_changes, feature_of, moved_edges, sketch};
+
+/// What the fit at END did to one feature.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeatureFit {
+    /// The feature's index in the program's commands (its sketch comes before it).
+    pub command: usize,
+    pub report: FitReport,
+    /// The step's own fit of this feature was undone: as the model drew it, the feature
+    /// agrees better with the whole target (a later feature had changed what the target
+    /// showed near its edges).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub undone: bool,
+}
+
+/// A feature a step's fit moved, as the model drew it: at END the two are compared against
+/// the whole target and the better kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AsDrawn {
+    /// Indices in the program of the feature's sketch and of the feature.
+    pub sketch: usize,
+    pub command: usize,
+    /// Both as the step fitted them (to tell whether a revision changed them since) and as
+    /// the model drew them.
+    pub fitted: (Command, Command),
+    pub drawn: (Command, Command),
+}
+
+/// What the fit at END did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgramFit {
+    pub features: Vec<FeatureFit>,
+    /// Whole-program rebuilds.
+    pub rebuilds: usize,
+    pub seconds: f64,
+}
+
+impl ProgramFit {
+    pub fn kept(&self) -> usize {
+        self.features.iter().filter(|f| f.report.kept()).count()
+    }
+}
+
+/// The finished model as the fit sees it: its render, its agreement with the target.
+struct Picture {
+    ids: IdBuffers,
+    agreement: Agreement,
+    camera: views::Camera,
+}
+
+fn picture(session: &mut Session, target: &TargetPixels, opts: &Options, deflection: f64) -> Result<Picture, BridgeError> {
+    let tessellation = session.tessellate(deflection, 0.2)?;
+    let scene = Scene::new(&tessellation, session.state());
+    let ids = views::outline(&scene, opts);
+    let agreement = agreement(&ids, target);
+    Ok(Picture { agreement, camera: views::outline_camera(&scene, opts), ids })
+}
+
+/// Fit every extrusion and revolve of `program` (as solved) to the target, in program order.
+/// Returns the program to keep (as solved) and what was done; the session then holds that
+/// program's document. A program that does not rebuild is returned as it is.
+pub fn fit_program(
+    session: &mut Session,
+    program: &Program,
+    as_drawn: &[AsDrawn],
+    target: &TargetPixels,
+    opts: &Options,
+    deflection: f64,
+) -> Result<(Program, ProgramFit), BridgeError> {
+    let started = Instant::now();
+    let mut current = program.clone();
+    let mut done = ProgramFit { features: Vec::new(), rebuilds: 0, seconds: 0.0 };
+    // First the steps' own fits, judged again against the whole target.
+    for drawn in as_drawn {
+        let unchanged = current.commands.get(drawn.sketch) == Some(&drawn.fitted.0)
+            && current.commands.get(drawn.command) == Some(&drawn.fitted.1);
+        if !unchanged {
+            continue;
+        }
+        let feature_started = Instant::now();
+        session.reset()?;
+        done.rebuilds += 1;
+        if session.execute_program(&current).is_err() {
+            break;
+        }
+        let before = picture(session, target, opts, deflection)?;
+        let mut candidate = current.clone();
+        candidate.commands[drawn.sketch] = drawn.drawn.0.clone();
+        candidate.commands[drawn.command] = drawn.drawn.1.clone();
+        session.reset()?;
+        done.rebuilds += 1;
+        let (solved, built) = session.execute_program_solved(&candidate);
+        if built.is_err() {
+            continue;
+        }
+        let after = picture(session, target, opts, deflection)?;
+        let moved = moved_edges((&before.ids, before.agreement.shift), (&after.ids, after.agreement.shift), target);
+        let undone = moved.closer_by() >= MIN_MOVED_GAIN && after.agreement.cost() <= before.agreement.cost();
+        if undone {
+            current = solved;
+        }
+        done.features.push(FeatureFit {
+            command: drawn.command,
+            report: FitReport {
+                changes: Vec::new(),
+                points_moved: 0,
+                points: 0,
+                largest_move: 0.0,
+                before: before.agreement,
+                after: if undone { after.agreement } else { before.agreement },
+                model_px: [0.0, 0.0],
+                moved: Some(moved),
+                dropped: (!undone).then(|| "the step's fit holds against the whole target".to_string()),
+                evaluations: 1,
+                seconds: feature_started.elapsed().as_secs_f64(),
+            },
+            undone,
+        });
+    }
+    let features: Vec<(usize, usize)> = program
+        .commands
+        .iter()
+        .enumerate()
+        .filter_map(|(k, c)| Some((profile_index(&program.commands[..k], c)?, k)))
+        .collect();
+    for (j, k) in features {
+        let feature_started = Instant::now();
+        // The document up to the sketch (for the plane it is drawn on), then the rest.
+        session.reset()?;
+        done.rebuilds += 1;
+        let (head, tail) = current.commands.split_at(j);
+        if head.iter().try_for_each(|c| session.execute(c).map(|_| ())).is_err() {
+            break;
+        }
+        let Command::Sketch(drawn) = &tail[0] else { continue };
+        let frame = session.plane_frame(&drawn.on)?;
+        if tail.iter().try_for_each(|c| session.execute(c).map(|_| ())).is_err() {
+            break;
+        }
+        let before = picture(session, target, opts, deflection)?;
+        let sketches = vec![drawn.clone()];
+        let Some((_, feature)) = feature_of(&sketches, &current.commands[k]) else { continue };
+        let Some(proposal) =
+            sketch::propose(drawn, &feature, &frame, &before.camera, &before.ids, before.agreement.shift, target)
+        else {
+            continue;
+        };
+        let mut report = FitReport {
+            changes: Vec::new(),
+            points_moved: 0,
+            points: 0,
+            largest_move: 0.0,
+            before: before.agreement,
+            after: before.agreement,
+            model_px: [proposal.before_px, proposal.after_px],
+            moved: None,
+            dropped: None,
+            evaluations: 0,
+            seconds: 0.0,
+        };
+        if proposal.before_px - proposal.after_px < MIN_GAIN {
+            report.dropped = Some(format!(
+                "no drawing agrees better by {MIN_GAIN} px ({:.2} -> {:.2} px on the picture model)",
+                proposal.before_px, proposal.after_px
+            ));
+        } else {
+            let mut candidate = current.clone();
+            candidate.commands[j] = Command::Sketch(proposal.sketch.clone());
+            if let sketch::Feature::Extrude(e) = &proposal.feature {
+                candidate.commands[k] = Command::Extrude(e.clone());
+            }
+            session.reset()?;
+            done.rebuilds += 1;
+            report.evaluations += 1;
+            let (solved, built) = session.execute_program_solved(&candidate);
+            match built {
+                Ok(()) => {
+                    let after = picture(session, target, opts, deflection)?;
+                    let moved = moved_edges((&before.ids, before.agreement.shift), (&after.ids, after.agreement.shift), target);
+                    report.moved = Some(moved);
+                    if moved.closer_by() >= MIN_MOVED_GAIN && after.agreement.cost() <= before.agreement.cost() {
+                        report.after = after.agreement;
+                        describe_changes(&mut report, drawn, &proposal.sketch, &current.commands[k], &candidate.commands[k]);
+                        current = solved;
+                    } else {
+                        report.dropped = Some(format!(
+                            "in the rebuilt model the moved edges lie {:.2} px from the target's lines against {:.2} px \
+                             before ({} pixels changed)",
+                            moved.after_px, moved.before_px, moved.pixels
+                        ));
+                    }
+                }
+                Err(e) => report.dropped = Some(format!("the program no longer builds with it: {}", e.error)),
+            }
+        }
+        report.seconds = feature_started.elapsed().as_secs_f64();
+        done.features.push(FeatureFit { command: k, report, undone: false });
+    }
+    // The session holds the program that is kept.
+    session.reset()?;
+    done.rebuilds += 1;
+    let (solved, built) = session.execute_program_solved(&current);
+    done.seconds = started.elapsed().as_secs_f64();
+    match built {
+        Ok(()) => Ok((solved, done)),
+        Err(e) => Err(e.error),
+    }
+}
+
+/// The index of the sketch a feature is drawn on, when the feature is one the fit moves and
+/// its sketch is among `before` (the latest sketch of that name).
+fn profile_index(before: &[Command], command: &Command) -> Option<usize> {
+    let profile = match command {
+        Command::Extrude(e) => &e.profile,
+        Command::Revolve(r) => &r.profile,
+        _ => return None,
+    };
+    before.iter().rposition(|c| matches!(c, Command::Sketch(s) if &s.name == profile))
+}
