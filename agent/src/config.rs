@@ -57,8 +57,9 @@ pub struct Config {
     pub part_radius: f64,
     /// PGR: a sketch point this close to a projected vertex (view units) snaps to it.
     pub snap_tolerance: f64,
-    /// Experimental, off by default: after Stage 2, move the candidate's extrusion depths to
-    /// agree with the target's pixels (`fit.rs`; it still moves exact candidates).
+    /// After Stage 2, fit the new sketch and its extrusion or revolve to the target's pixels
+    /// (`fit/`). Off by default: on generated parts a later fillet's lines pull an exact
+    /// corner (docs/evaluation.md).
     pub fit: bool,
     /// At END, fit every extrusion and revolve of the finished program again against the
     /// whole target (`fit/program.rs`).

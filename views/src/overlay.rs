@@ -430,3 +430,27 @@ mod tests {
         assert!(same.describe(2.0).contains("agree within 1 px"), "{}", same.describe(2.0));
     }
 }
+
+#[cfg(test)]
+mod orientation_tests {
+    use super::*;
+
+    #[test]
+    fn a_line_is_found_by_its_own_direction_and_not_by_one_crossing_it() {
+        // A horizontal line at y = 20 and a vertical one at x = 60, on 100 x 100.
+        let (w, h) = (100u32, 100u32);
+        let lines: Vec<bool> = (0..w * h).map(|i| (i / w == 20 && i % w < 50) || (i % w == 60 && i / w > 40)).collect();
+        let fields = oriented_distances(&lines, w, h);
+        let horizontal = orientation_bin(1.0, 0.0);
+        let vertical = orientation_bin(0.0, 1.0);
+        assert_ne!(horizontal, vertical);
+        // Beside the vertical line: near it in its own direction's field, far in the other's.
+        let at = |x: u32, y: u32| (y * w + x) as usize;
+        assert!(fields[vertical][at(62, 70)] <= 2.5, "{}", fields[vertical][at(62, 70)]);
+        assert!(fields[horizontal][at(62, 70)] > 20.0, "{}", fields[horizontal][at(62, 70)]);
+        assert!(fields[horizontal][at(25, 23)] <= 3.5);
+        // A diagonal bin sees neither line as its own.
+        let diagonal = orientation_bin(1.0, 1.0);
+        assert!(fields[diagonal][at(25, 22)] > 10.0, "{}", fields[diagonal][at(25, 22)]);
+    }
+}

@@ -69,6 +69,7 @@ pub fn config(args: &ReconstructArgs) -> Result<Config> {
     ab.no_rag |= args.no_rag;
     ab.no_evf |= args.no_evf;
     config.fit |= args.fit;
+    config.fit_end |= args.fit_end;
     config.check()?;
     Ok(config)
 }

@@ -145,6 +145,8 @@ impl Model<'_> {
 /// bilinear, capped.
 fn line_distance(target: &TargetPixels, bin: usize, x: f64, y: f64) -> f64 {
     let size = target.size as usize;
+    // Pixel k covers [k, k + 1): its value belongs at k + 0.5.
+    let (x, y) = (x - 0.5, y - 0.5);
     let (x0, y0) = (x.floor(), y.floor());
     if x0 < 0.0 || y0 < 0.0 || x0 + 1.0 >= size as f64 || y0 + 1.0 >= size as f64 {
         return EDGE_CAP;
@@ -583,5 +585,167 @@ fn scale_depth(extent: &mut Extent, factor: f64) {
             *depth2 *= factor;
         }
         Extent::ThroughAll { .. } => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use freecad_bridge::command::Mode;
+
+    const SIZE: u32 = 300;
+
+    /// A camera on the isometric direction, 3 px per mm, looking at the origin.
+    fn camera() -> Camera {
+        views::Camera::framing(
+            Point3::origin(),
+            50.0,
+            Vector3::from(views::ISOMETRIC),
+            false,
+            SIZE,
+            SIZE,
+            1.0,
+        )
+    }
+
+    fn xy() -> Frame {
+        Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 1.0, 0.0], normal: [0.0, 0.0, 1.0] }
+    }
+
+    fn rectangle(name: &str, corners: [[f64; 2]; 4]) -> Sketch {
+        let primitives = (0..4)
+            .map(|i| Primitive::Line { start: corners[i], end: corners[(i + 1) % 4], construction: false })
+            .collect();
+        Sketch { name: name.into(), on: "XY".into(), primitives, constraints: Vec::new(), auto_coincident: true }
+    }
+
+    fn pad(depth: f64) -> Extrude {
+        Extrude { profile: "S1".into(), mode: Mode::Add, extent: Extent::OneSide { depth }, reversed: false }
+    }
+
+    /// Every edge of a box pad on XY (profile `corners`, up `depth`) drawn into a mask, as a
+    /// renderer would draw them (hidden ones too: the fit's counted samples are the test).
+    fn drawn_box(corners: [[f64; 2]; 4], depth: f64) -> Vec<bool> {
+        let camera = camera();
+        let mut mask = vec![false; (SIZE * SIZE) as usize];
+        let mut segment = |a: [f64; 3], b: [f64; 3]| {
+            for k in 0..=400 {
+                let t = k as f64 / 400.0;
+                let p = Point3::new(a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]), a[2] + t * (b[2] - a[2]));
+                let (x, y, _) = camera.project(&p).expect("in front");
+                let (x, y) = (x.floor() as i64, y.floor() as i64);
+                if (0..SIZE as i64).contains(&x) && (0..SIZE as i64).contains(&y) {
+                    mask[(y * SIZE as i64 + x) as usize] = true;
+                }
+            }
+        };
+        for i in 0..4 {
+            let (a, b) = (corners[i], corners[(i + 1) % 4]);
+            segment([a[0], a[1], 0.0], [b[0], b[1], 0.0]);
+            segment([a[0], a[1], depth], [b[0], b[1], depth]);
+            segment([a[0], a[1], 0.0], [a[0], a[1], depth]);
+        }
+        mask
+    }
+
+    fn ids_of(mask: &[bool]) -> IdBuffers {
+        IdBuffers {
+            width: SIZE,
+            height: SIZE,
+            face: vec![NO_ENTITY; mask.len()],
+            edge: mask.iter().map(|m| if *m { 0 } else { NO_ENTITY }).collect(),
+            covered: mask.to_vec(),
+        }
+    }
+
+    const TRUE: [[f64; 2]; 4] = [[-20.0, -15.0], [20.0, -15.0], [20.0, 15.0], [-20.0, 15.0]];
+
+    #[test]
+    fn a_corner_drawn_off_goes_back_onto_the_targets_lines() {
+        let lines = drawn_box(TRUE, 10.0);
+        let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+        // The model drew one corner 1.5 mm off in x and 1 mm in y (about 4 px and 3 px).
+        let mut drawn = TRUE;
+        drawn[2] = [21.5, 16.0];
+        let ids = ids_of(&drawn_box(drawn, 10.0));
+        let proposal =
+            propose(&rectangle("S1", drawn), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, [0, 0], &target)
+                .expect("the drawing's edges are drawn");
+        assert!(proposal.before_px - proposal.after_px >= super::super::MIN_GAIN, "{proposal:?}");
+        let Primitive::Line { start, .. } = proposal.sketch.primitives[2] else { panic!("a line") };
+        // From 1.8 mm (5.4 px) off to within the width of a drawn line (a line is a band of
+        // pixels at zero distance, so the fit's precision is about a pixel).
+        let error = (start[0] - 20.0).hypot(start[1] - 15.0);
+        assert!(error < 0.6, "the corner is back within two pixels: {start:?}");
+        // The corner is one point: the two lines that meet there still meet.
+        let Primitive::Line { end, .. } = proposal.sketch.primitives[1] else { panic!("a line") };
+        assert_eq!(end, start);
+        // The depth was right and stays about right.
+        let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
+        assert!((depth_of(&e.extent).expect("depth") - 10.0).abs() < 0.4, "{:?}", e.extent);
+    }
+
+    #[test]
+    fn a_depth_read_short_is_lengthened() {
+        let lines = drawn_box(TRUE, 12.0);
+        let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+        let ids = ids_of(&drawn_box(TRUE, 10.0));
+        let proposal =
+            propose(&rectangle("S1", TRUE), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, [0, 0], &target)
+                .expect("scored");
+        let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
+        assert!((depth_of(&e.extent).expect("depth") - 12.0).abs() < 0.4, "{:?}", e.extent);
+    }
+
+    #[test]
+    fn an_exact_drawing_gains_nothing_and_a_number_is_never_pulled_past_its_reach() {
+        let lines = drawn_box(TRUE, 10.0);
+        let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+        let ids = ids_of(&lines);
+        let exact =
+            propose(&rectangle("S1", TRUE), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, [0, 0], &target)
+                .expect("scored");
+        assert!(exact.before_px - exact.after_px < super::super::MIN_GAIN, "{exact:?}");
+        // A corner 8 mm off (24 px, three times the reach): the target's line is out of reach,
+        // so the corner is held where the model put it rather than pulled to the edge.
+        let mut far = TRUE;
+        far[2] = [28.0, 15.0];
+        let ids = ids_of(&drawn_box(far, 10.0));
+        let proposal =
+            propose(&rectangle("S1", far), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, [0, 0], &target)
+                .expect("scored");
+        let reach = POINT_REACH_PX / pixels_per_unit(&camera());
+        for (p, q) in proposal.sketch.primitives.iter().zip(&rectangle("S1", far).primitives) {
+            let (Primitive::Line { start: a, .. }, Primitive::Line { start: b, .. }) = (p, q) else { panic!() };
+            assert!((a[0] - b[0]).abs() <= reach + 1e-9 && (a[1] - b[1]).abs() <= reach + 1e-9, "{a:?} {b:?}");
+        }
+    }
+
+    #[test]
+    fn a_revolves_corner_circles_fix_its_radius() {
+        // A disc revolved from a rectangle on XZ about the sketch's vertical axis: radius 20,
+        // height 8. The model drew the radius 1.2 mm short.
+        let xz = Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 0.0, 1.0], normal: [0.0, -1.0, 0.0] };
+        let camera = camera();
+        let disc = |r: f64| {
+            let mut mask = vec![false; (SIZE * SIZE) as usize];
+            for z in [0.0, 8.0] {
+                for k in 0..2000 {
+                    let a = std::f64::consts::TAU * k as f64 / 2000.0;
+                    let (x, y, _) = camera.project(&Point3::new(r * a.cos(), r * a.sin(), z)).expect("in front");
+                    mask[(y.floor() as i64 * SIZE as i64 + x.floor() as i64) as usize] = true;
+                }
+            }
+            mask
+        };
+        let lines = disc(20.0);
+        let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+        let drawn = [[0.0, 0.0], [18.8, 0.0], [18.8, 8.0], [0.0, 8.0]];
+        let mut sketch = rectangle("S1", drawn);
+        sketch.on = "XZ".into();
+        let feature = Feature::Revolve { point: [0.0, 0.0], direction: [0.0, 1.0], angle: 360.0 };
+        let proposal = propose(&sketch, &feature, &xz, &camera, &ids_of(&disc(18.8)), [0, 0], &target).expect("scored");
+        let Primitive::Line { start, end, .. } = proposal.sketch.primitives[1] else { panic!("a line") };
+        assert!((start[0] - 20.0).abs() < 0.6 && (end[0] - 20.0).abs() < 0.6, "{start:?} {end:?}");
     }
 }

@@ -78,10 +78,14 @@ pub struct ReconstructArgs {
     /// No Stage 3: candidates are committed unverified.
     #[arg(long)]
     pub no_evf: bool,
-    /// Experimental: fit the candidate's extrusion depths to the target's pixels after
-    /// Stage 2 (off by default: it still moves exact candidates; docs/reconstruct.md).
+    /// Fit each new sketch and its extrusion or revolve to the target's pixels after Stage 2
+    /// (the fit: docs/method.md; off by default, docs/evaluation.md has why).
     #[arg(long)]
     pub fit: bool,
+    /// At END, fit every extrusion and revolve of the finished program again against the
+    /// whole target, and judge each step's fit again against the drawing as the model made it.
+    #[arg(long)]
+    pub fit_end: bool,
     /// --vlm sim: one rate of the error model, KEY=VALUE (sigma, reference, frame,
     /// parameter, operation, judge_threshold, judge_flip); may be repeated.
     #[arg(long, value_name = "KEY=VALUE")]
