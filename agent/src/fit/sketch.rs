@@ -686,6 +686,42 @@ mod tests {
     }
 
     #[test]
+    fn a_base_plate_does_not_grow_into_the_boss_the_target_has_on_it() {
+        // The target: the plate (10 mm) and a boss on it up to 25 mm, 20 x 14 mm, in the
+        // plate's middle. The model holds the plate only, drawn exactly.
+        let boss = [[-10.0, -7.0], [10.0, -7.0], [10.0, 7.0], [-10.0, 7.0]];
+        let plate = drawn_box(TRUE, 10.0);
+        let camera = camera();
+        let tall = {
+            let mut mask = plate.clone();
+            // The boss's edges, from z = 10 to z = 25.
+            for i in 0..4 {
+                let (a, b) = (boss[i], boss[(i + 1) % 4]);
+                for (p, q) in [
+                    ([a[0], a[1], 25.0], [b[0], b[1], 25.0]),
+                    ([a[0], a[1], 10.0], [b[0], b[1], 10.0]),
+                    ([a[0], a[1], 10.0], [a[0], a[1], 25.0]),
+                ] {
+                    for k in 0..=400 {
+                        let t = k as f64 / 400.0;
+                        let r = Point3::new(p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1]), p[2] + t * (q[2] - p[2]));
+                        let (x, y, _) = camera.project(&r).expect("in front");
+                        mask[(y.floor() as i64 * SIZE as i64 + x.floor() as i64) as usize] = true;
+                    }
+                }
+            }
+            mask
+        };
+        let target = TargetPixels::new(SIZE, tall.clone(), &tall);
+        let proposal =
+            propose(&rectangle("S1", TRUE), &Feature::Extrude(pad(10.0)), &xy(), &camera, &ids_of(&plate), [0, 0], &target)
+                .expect("scored");
+        assert!(proposal.before_px - proposal.after_px < super::super::MIN_GAIN, "{proposal:?}");
+        let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
+        assert!((depth_of(&e.extent).expect("depth") - 10.0).abs() < 0.4, "the plate stays 10 mm: {:?}", e.extent);
+    }
+
+    #[test]
     fn a_depth_read_short_is_lengthened() {
         let lines = drawn_box(TRUE, 12.0);
         let target = TargetPixels::new(SIZE, lines.clone(), &lines);

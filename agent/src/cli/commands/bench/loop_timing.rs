@@ -28,6 +28,10 @@ pub struct LoopBench {
     /// Also write the figures as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Also reconstruct each program with the fit on (`--fit --fit-end`), in the same run,
+    /// and compare the harness's time per step and per part.
+    #[arg(long)]
+    pub fit: bool,
     #[command(flatten)]
     pub worker: WorkerArgs,
 }
@@ -39,6 +43,12 @@ pub fn run(args: &LoopBench) -> Result<ExitCode> {
     let mut reconstruction = Reconstruction::new(Config::default())?;
     let (mut steps, mut reference) = (Vec::<Timing>::new(), Vec::<f64>::new());
     let mut model_seconds = 0.0;
+    let mut fitted = if args.fit {
+        Some(Reconstruction::new(Config { fit: true, fit_end: true, ..Config::default() })?)
+    } else {
+        None
+    };
+    let (mut parts, mut fit_steps, mut fit_parts) = (Vec::<f64>::new(), Vec::<f64>::new(), Vec::<f64>::new());
     for (k, path) in paths.iter().enumerate() {
         let program = read_program(path)?;
         session.reset()?;
@@ -60,6 +70,15 @@ pub fn run(args: &LoopBench) -> Result<ExitCode> {
             let started = Instant::now();
             session.execute_program(&accepted).map_err(|e| anyhow::anyhow!("{e}"))?;
             reference.push(started.elapsed().as_secs_f64() / outcome.steps.max(1) as f64);
+            parts.push(outcome.timing.harness());
+            if let Some(fitted) = fitted.as_mut() {
+                let out = scratch.path().join(format!("{k}-{r}-fit"));
+                let mut oracle = Oracle::new(truth.clone());
+                let outcome = fitted.run(&image, &out, &mut oracle, &mut session)?;
+                anyhow::ensure!(outcome.finished, "{}: the oracle did not finish with the fit: {}", path.display(), outcome.stop);
+                fit_steps.extend(outcome.step_timing.iter().map(Timing::harness));
+                fit_parts.push(outcome.timing.harness());
+            }
         }
         eprintln!("{}: done", path.display());
     }
@@ -83,11 +102,21 @@ pub fn run(args: &LoopBench) -> Result<ExitCode> {
     }
     println!("{:<52} {:>10.1} {:>10.2}", "reference: executing the accepted commands only", exec * 1e3, 1.0);
     println!("(model time, all steps: {:.3} ms: the oracle)", model_seconds * 1e3);
+    let part = median(parts.clone());
+    let fit_figures = (!fit_steps.is_empty()).then(|| {
+        let (step, whole) = (median(fit_steps.clone()), median(fit_parts.clone()));
+        println!("with the fit (--fit --fit-end; the oracle's exact candidates are fitted and left as drawn):");
+        println!("{:<52} {:>10.1} {:>10.2}", "harness total per step, with the fit", step * 1e3, step / rows[3].1);
+        println!("{:<52} {:>10.1} {:>10.2}", "harness total per part, without the fit", part * 1e3, 1.0);
+        println!("{:<52} {:>10.1} {:>10.2}", "harness total per part, with the fit (and at END)", whole * 1e3, whole / part);
+        json!({"harness_per_step": step, "harness_per_part": whole, "harness_per_part_without": part})
+    });
     if let Some(path) = &args.json {
         let report = json!({
             "steps": steps.len(), "programs": paths.len(), "repeat": args.repeat.max(1),
             "median_seconds": {"kernel": rows[0].1, "render": rows[1].1, "prompt": rows[2].1, "harness": rows[3].1},
             "reference_exec_seconds_per_step": exec,
+            "fit": fit_figures,
         });
         write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
     }
