@@ -57,13 +57,13 @@ pub struct Config {
     pub part_radius: f64,
     /// PGR: a sketch point this close to a projected vertex (view units) snaps to it.
     pub snap_tolerance: f64,
-    /// After Stage 2, fit the new sketch and its extrusion or revolve to the target's pixels
-    /// (`fit/`). Off by default: on generated parts a later fillet's lines pull an exact
-    /// corner (docs/evaluation.md).
+    /// The fit at END: every extrusion and revolve of the finished program fitted to the
+    /// target's pixels (`fit/program.rs`; docs/method.md). On by default (`--no-fit`).
     pub fit: bool,
-    /// At END, fit every extrusion and revolve of the finished program again against the
-    /// whole target (`fit/program.rs`).
-    pub fit_end: bool,
+    /// Also fit each new sketch and its extrusion or revolve after Stage 2, before Stage 3
+    /// (`fit/mod.rs`). Off by default: a later feature's lines (a fillet's) can pull an exact
+    /// candidate (docs/evaluation.md).
+    pub fit_steps: bool,
     /// Prompt templates; the built-in ones when unset.
     pub prompts: Option<PathBuf>,
     /// The GERD-RET index Stage 1 retrieves examples from (`vision2cad gerd index`).
@@ -88,8 +88,8 @@ impl Default for Config {
             direction: views::ISOMETRIC,
             part_radius: 50.0,
             snap_tolerance: 0.002,
-            fit: false,
-            fit_end: false,
+            fit: true,
+            fit_steps: false,
             prompts: None,
             rag_index: None,
             rag_k: 3,

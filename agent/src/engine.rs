@@ -185,7 +185,7 @@ impl Reconstruction {
         let framed_mask = reg.then(|| target.framed_mask(config.view_size, views::TAGGED_FILL));
         let framed_lines = reg.then(|| target.framed_lines(config.view_size, views::TAGGED_FILL));
         let fit_target = match (&framed_mask, &framed_lines) {
-            (Some(mask), Some(lines)) if config.fit || config.fit_end => {
+            (Some(mask), Some(lines)) if config.fit || config.fit_steps => {
                 Some(fit::TargetPixels::new(config.view_size, mask.clone(), lines))
             }
             _ => None,
@@ -430,7 +430,7 @@ impl Engine<'_> {
                 }
                 StepEnd::Ended => {
                     finished = true;
-                    if config.fit_end {
+                    if config.fit {
                         self.fit_program(session)?;
                     }
                 }
@@ -896,7 +896,7 @@ impl Engine<'_> {
     ) -> Result<(Command, Preview), LoopError> {
         // Taken for the fit and put back: the rebuilds below need the engine itself.
         self.fitted_from = None;
-        if !self.config.fit {
+        if !self.config.fit_steps {
             return Ok((command, preview));
         }
         let Some(target) = self.fit_target.take() else { return Ok((command, preview)) };

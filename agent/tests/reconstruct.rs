@@ -846,21 +846,27 @@ fn a_crowded_model_is_tagged_in_two_views() {
     assert!(names[2].ends_with("_tagged_faces.png"), "{names:?}");
 }
 
-/// The fit is off by default: without `--fit` no fit runs. With `--fit --fit-end`, an exact
-/// candidate (the oracle's) is left alone at every step and at END: the program is the plain
-/// run's, number for number; every fit is in the trace and the report.
+/// The fit at END runs by default and `--no-fit` turns it off; `--fit-steps` adds the fit of
+/// every step. An exact candidate (the oracle's) is left alone at every step and at END: the
+/// program is the one without the fit, number for number; every fit is in the trace and the
+/// report.
 #[test]
-fn the_fit_runs_only_when_asked_and_leaves_an_exact_candidate_alone() {
+fn the_fit_leaves_an_exact_candidate_alone_and_no_fit_turns_it_off() {
     let dir = tempfile::tempdir().expect("tempdir");
     let gt = example_path("box");
     let image = target_image(&gt, dir.path());
     let gt_arg = gt.to_str().expect("utf-8");
     let plain = dir.path().join("plain");
-    assert!(reconstruct(&image, &plain, &["--vlm", "oracle", "--gt", gt_arg]).status.success());
-    assert!(!trace(&plain).iter().any(|e| e["event"] == "fit" || e["event"] == "program_fit"), "no fit unless asked for");
+    assert!(reconstruct(&image, &plain, &["--vlm", "oracle", "--gt", gt_arg, "--no-fit"]).status.success());
+    assert!(!trace(&plain).iter().any(|e| e["event"] == "fit" || e["event"] == "program_fit"), "--no-fit: no fit");
+    let default = dir.path().join("default");
+    assert!(reconstruct(&image, &default, &["--vlm", "oracle", "--gt", gt_arg]).status.success());
+    let events = trace(&default);
+    assert!(events.iter().any(|e| e["event"] == "program_fit"), "the fit at END runs by default");
+    assert!(!events.iter().any(|e| e["event"] == "fit"), "the steps' fit only with --fit-steps");
 
     let fitted = dir.path().join("fitted");
-    let run = reconstruct(&image, &fitted, &["--vlm", "oracle", "--gt", gt_arg, "--fit", "--fit-end"]);
+    let run = reconstruct(&image, &fitted, &["--vlm", "oracle", "--gt", gt_arg, "--fit-steps"]);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let events = trace(&fitted);
     let fits: Vec<&Value> = events.iter().filter(|e| e["event"] == "fit").collect();
@@ -876,6 +882,7 @@ fn the_fit_runs_only_when_asked_and_leaves_an_exact_candidate_alone() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("program.json")).expect("program")).expect("json")
     };
     assert_eq!(program(&fitted)["commands"], program(&plain)["commands"], "the same numbers as without the fit");
+    assert_eq!(program(&default)["commands"], program(&plain)["commands"], "the same numbers as without the fit");
     let html = std::fs::read_to_string(fitted.join("report.html")).expect("report");
     assert!(html.contains("Fit dropped") && html.contains("Fit at END"), "the report shows the fits");
 }
@@ -890,7 +897,11 @@ fn the_fit_moves_a_noisy_drawing_onto_the_targets_lines_and_the_program_keeps_it
     let image = target_image(&gt, dir.path());
     let out = dir.path().join("sim");
     let rates = ["sigma=0.02", "parameter=0", "reference=0", "operation=0", "judge_flip=0"];
-    let mut args = vec!["--vlm", "sim", "--gt", gt.to_str().expect("utf-8"), "--seed", "3", "--fit"];
+    // The steps' fit alone (no fit at END), so the program saved is what the steps committed.
+    let config = dir.path().join("steps-only.toml");
+    std::fs::write(&config, "fit = false\nfit_steps = true\n").expect("config");
+    let config = config.to_str().expect("utf-8");
+    let mut args = vec!["--vlm", "sim", "--gt", gt.to_str().expect("utf-8"), "--seed", "3", "--config", config];
     for rate in &rates {
         args.extend(["--sim", rate]);
     }

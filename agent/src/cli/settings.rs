@@ -68,8 +68,8 @@ pub fn config(args: &ReconstructArgs) -> Result<Config> {
     ab.no_reg |= args.no_reg;
     ab.no_rag |= args.no_rag;
     ab.no_evf |= args.no_evf;
-    config.fit |= args.fit;
-    config.fit_end |= args.fit_end;
+    config.fit &= !args.no_fit;
+    config.fit_steps = (config.fit_steps || args.fit_steps) && !args.no_fit;
     config.check()?;
     Ok(config)
 }

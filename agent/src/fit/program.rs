@@ -216,13 +216,15 @@ pub fn fit_program(
         report.seconds = feature_started.elapsed().as_secs_f64();
         done.features.push(FeatureFit { command: k, report, undone: false });
     }
-    // The session holds the program that is kept.
+    // The session holds the program that is kept: the one given, to the bit, when nothing
+    // moved (a rebuild solves its sketches again, to about 1e-12 of where they were).
     session.reset()?;
     done.rebuilds += 1;
+    let changed = current != *program;
     let (solved, built) = session.execute_program_solved(&current);
     done.seconds = started.elapsed().as_secs_f64();
     match built {
-        Ok(()) => Ok((solved, done)),
+        Ok(()) => Ok((if changed { solved } else { program.clone() }, done)),
         Err(e) => Err(e.error),
     }
 }

@@ -78,14 +78,14 @@ pub struct ReconstructArgs {
     /// No Stage 3: candidates are committed unverified.
     #[arg(long)]
     pub no_evf: bool,
-    /// Fit each new sketch and its extrusion or revolve to the target's pixels after Stage 2
-    /// (the fit: docs/method.md; off by default, docs/evaluation.md has why).
+    /// No fit: the program keeps the model's numbers as drawn (by default the harness fits
+    /// every extrusion and revolve to the target's pixels at END; docs/method.md).
     #[arg(long)]
-    pub fit: bool,
-    /// At END, fit every extrusion and revolve of the finished program again against the
-    /// whole target, and judge each step's fit again against the drawing as the model made it.
-    #[arg(long)]
-    pub fit_end: bool,
+    pub no_fit: bool,
+    /// Also fit each new sketch and its extrusion or revolve after Stage 2, so Stage 3
+    /// judges the fitted candidate (off by default; docs/evaluation.md has why).
+    #[arg(long, conflicts_with = "no_fit")]
+    pub fit_steps: bool,
     /// --vlm sim: one rate of the error model, KEY=VALUE (sigma, reference, frame,
     /// parameter, operation, judge_threshold, judge_flip); may be repeated.
     #[arg(long, value_name = "KEY=VALUE")]

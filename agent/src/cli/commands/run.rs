@@ -47,8 +47,8 @@ pub struct RunArgs {
     pub vlm: RunBackend,
     /// An ablation sweep: the split once per configuration, `full` or a flag of
     /// `reconstruct` without its dashes (`no-egr`, `no-lcb`, `no-pgr`, `no-reg`, `no-rag`,
-    /// `no-evf`, and the fit's `fit`, `fit-end`), each in RUNDIR/NAME/, and one table with a
-    /// row per configuration.
+    /// `no-evf`, and the fit's `no-fit`, `fit-steps`), each in RUNDIR/NAME/, and one table
+    /// with a row per configuration.
     #[arg(long, value_delimiter = ',', conflicts_with = "sweep")]
     pub configs: Vec<String>,
     /// A sweep file: a TOML table `[configs]` of NAME = "config.toml" (a `reconstruct
@@ -230,7 +230,7 @@ fn direct_code_args() -> Vec<String> {
 }
 
 fn loop_configs(args: &RunArgs) -> Result<Vec<(String, Vec<String>)>> {
-    const FLAGS: [&str; 8] = ["no-egr", "no-lcb", "no-pgr", "no-reg", "no-rag", "no-evf", "fit", "fit-end"];
+    const FLAGS: [&str; 8] = ["no-egr", "no-lcb", "no-pgr", "no-reg", "no-rag", "no-evf", "no-fit", "fit-steps"];
     if let Some(path) = &args.sweep {
         #[derive(Deserialize)]
         struct Sweep {

@@ -28,8 +28,9 @@ pub struct LoopBench {
     /// Also write the figures as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Also reconstruct each program with the fit on (`--fit --fit-end`), in the same run,
-    /// and compare the harness's time per step and per part.
+    /// Also reconstruct each program with the fit at every step and at END (`--fit-steps`),
+    /// in the same run, and compare the harness's time per step and per part with the
+    /// reconstruction without it (`--no-fit`, the figures above).
     #[arg(long)]
     pub fit: bool,
     #[command(flatten)]
@@ -40,11 +41,11 @@ pub fn run(args: &LoopBench) -> Result<ExitCode> {
     let paths = crate::cli::commands::bench::program_paths(&args.programs)?;
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
     let mut session = args.worker.session()?;
-    let mut reconstruction = Reconstruction::new(Config::default())?;
+    let mut reconstruction = Reconstruction::new(Config { fit: false, ..Config::default() })?;
     let (mut steps, mut reference) = (Vec::<Timing>::new(), Vec::<f64>::new());
     let mut model_seconds = 0.0;
     let mut fitted = if args.fit {
-        Some(Reconstruction::new(Config { fit: true, fit_end: true, ..Config::default() })?)
+        Some(Reconstruction::new(Config { fit: true, fit_steps: true, ..Config::default() })?)
     } else {
         None
     };
@@ -105,7 +106,7 @@ pub fn run(args: &LoopBench) -> Result<ExitCode> {
     let part = median(parts.clone());
     let fit_figures = (!fit_steps.is_empty()).then(|| {
         let (step, whole) = (median(fit_steps.clone()), median(fit_parts.clone()));
-        println!("with the fit (--fit --fit-end; the oracle's exact candidates are fitted and left as drawn):");
+        println!("with the fit (--fit-steps: every step and END; the oracle's exact candidates are fitted and left as drawn):");
         println!("{:<52} {:>10.1} {:>10.2}", "harness total per step, with the fit", step * 1e3, step / rows[3].1);
         println!("{:<52} {:>10.1} {:>10.2}", "harness total per part, without the fit", part * 1e3, 1.0);
         println!("{:<52} {:>10.1} {:>10.2}", "harness total per part, with the fit (and at END)", whole * 1e3, whole / part);
