@@ -178,9 +178,9 @@ pub fn fit_program(
             evaluations: 0,
             seconds: 0.0,
         };
-        if proposal.before_px - proposal.after_px < MIN_GAIN {
+        if !super::worth_building(proposal.before_px, proposal.after_px) {
             report.dropped = Some(format!(
-                "no drawing agrees better by {MIN_GAIN} px ({:.2} -> {:.2} px on the picture model)",
+                "no drawing agrees better by {MIN_GAIN} px and half ({:.2} -> {:.2} px on the picture model)",
                 proposal.before_px, proposal.after_px
             ));
         } else {

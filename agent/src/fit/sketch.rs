@@ -671,7 +671,7 @@ mod tests {
         let proposal =
             propose(&rectangle("S1", drawn), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, [0, 0], &target)
                 .expect("the drawing's edges are drawn");
-        assert!(proposal.before_px - proposal.after_px >= super::super::MIN_GAIN, "{proposal:?}");
+        assert!(super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
         let Primitive::Line { start, .. } = proposal.sketch.primitives[2] else { panic!("a line") };
         // From 1.8 mm (5.4 px) off to within the width of a drawn line (a line is a band of
         // pixels at zero distance, so the fit's precision is about a pixel).
@@ -716,7 +716,7 @@ mod tests {
         let proposal =
             propose(&rectangle("S1", TRUE), &Feature::Extrude(pad(10.0)), &xy(), &camera, &ids_of(&plate), [0, 0], &target)
                 .expect("scored");
-        assert!(proposal.before_px - proposal.after_px < super::super::MIN_GAIN, "{proposal:?}");
+        assert!(!super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
         let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
         assert!((depth_of(&e.extent).expect("depth") - 10.0).abs() < 0.4, "the plate stays 10 mm: {:?}", e.extent);
     }
@@ -741,7 +741,7 @@ mod tests {
         let exact =
             propose(&rectangle("S1", TRUE), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, [0, 0], &target)
                 .expect("scored");
-        assert!(exact.before_px - exact.after_px < super::super::MIN_GAIN, "{exact:?}");
+        assert!(!super::super::worth_building(exact.before_px, exact.after_px), "{exact:?}");
         // A corner 8 mm off (24 px, three times the reach): the target's line is out of reach,
         // so the corner is held where the model put it rather than pulled to the edge.
         let mut far = TRUE;

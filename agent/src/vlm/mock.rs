@@ -169,19 +169,26 @@ fn serve(stream: TcpStream, state: &State, handler: &Handler) {
     state.max_in_flight.fetch_max(now, Ordering::SeqCst);
     let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(call, &received.body)));
     state.received.lock().unwrap_or_else(PoisonError::into_inner).push(received);
-    match reply {
-        Ok(reply) => respond(stream, reply),
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "a handler panicked".into());
-            state.panics.lock().unwrap_or_else(PoisonError::into_inner).push(message);
-            respond(stream, MockReply::status(500, "the mock's handler panicked"));
-        }
+    let reply = reply.unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "a handler panicked".into());
+        state.panics.lock().unwrap_or_else(PoisonError::into_inner).push(message);
+        MockReply::status(500, "the mock's handler panicked")
+    });
+    // A delayed answer is in flight while it waits.
+    let mut reply = reply;
+    while let MockReply::Delay(wait, rest) = reply {
+        std::thread::sleep(wait);
+        reply = *rest;
     }
+    // Out of flight before the answer leaves: once the client has read it, it may send its
+    // next request, which a busy machine can schedule before this thread runs again (a
+    // count taken after the write saw two in flight under a limit of one).
     state.in_flight.fetch_sub(1, Ordering::SeqCst);
+    respond(stream, reply);
 }
 
 fn read_request(stream: &TcpStream) -> Option<Received> {
