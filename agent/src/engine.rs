@@ -276,8 +276,8 @@ fn with_parameters(command: &Value) -> Result<Command, String> {
 
 /// Why a candidate could not be executed or previewed.
 #[derive(Debug)]
-struct CandidateFailure {
-    reason: String,
+pub(crate) struct CandidateFailure {
+    pub(crate) reason: String,
     /// The index of the sketch whose constraints cannot be solved, when that was the failure.
     unsolvable_sketch: Option<usize>,
 }
@@ -314,13 +314,13 @@ pub(crate) struct Engine<'a> {
     /// candidate's edges over them.
     pub framed_lines: Option<Vec<bool>>,
     /// The target as the fit compares candidates with it (only with `fit` on, not under no-Reg).
-    fit_target: Option<fit::TargetPixels>,
+    pub(crate) fit_target: Option<fit::TargetPixels>,
     /// The fit of the candidate Stage 3 is judging, when one ran.
     pub fit_report: Option<fit::FitReport>,
     /// The candidate's sketches and command as the model drew them, when the fit moved them.
-    fitted_from: Option<(Vec<Sketch>, Command)>,
+    pub(crate) fitted_from: Option<(Vec<Sketch>, Command)>,
     /// Every committed feature a step's fit moved, as drawn, for the fit at END.
-    as_drawn: Vec<fit::program::AsDrawn>,
+    pub(crate) as_drawn: Vec<fit::program::AsDrawn>,
     trace: JsonlTrace,
     sinks: &'a mut Vec<Box<dyn Sink>>,
     pub history: Vec<Command>,
@@ -834,7 +834,7 @@ impl Engine<'_> {
     /// Execute the sketches and preview the feature; on a failure the document is put back.
     /// Constraints the solver drops as redundant are recorded and left out of the sketches
     /// that will be committed.
-    fn candidate(
+    pub(crate) fn candidate(
         &mut self,
         session: &mut Session,
         sketches: &mut [Sketch],
@@ -880,130 +880,6 @@ impl Engine<'_> {
                 Ok(Err(CandidateFailure { reason: e.to_string(), unsolvable_sketch: None }))
             }
         }
-    }
-
-    /// The fit ([`fit`]): the new sketch and its extrusion moved to agree with the target's
-    /// pixels, recorded in the trace and kept for Stage 3. A fit that fails (the kernel
-    /// refuses a request) leaves the candidate as the model made it.
-    fn fit(
-        &mut self,
-        session: &mut Session,
-        sketches: &mut Vec<Sketch>,
-        switch: Option<&Command>,
-        command: Command,
-        preview: Preview,
-        turn: Turn,
-    ) -> Result<(Command, Preview), LoopError> {
-        // Taken for the fit and put back: the rebuilds below need the engine itself.
-        self.fitted_from = None;
-        if !self.config.fit_steps {
-            return Ok((command, preview));
-        }
-        let Some(target) = self.fit_target.take() else { return Ok((command, preview)) };
-        let opts = self.options();
-        let drawn = sketches.clone();
-        let mut rebuild = |s: &mut Session, fitted: &[Sketch], c: &Command| -> Result<Option<Preview>, LoopError> {
-            self.rollback(s)?;
-            if let Some(switch) = switch {
-                kernel(&mut self.timing, s, |s| s.execute(switch))?;
-            }
-            let mut fitted = fitted.to_vec();
-            Ok(self.candidate(s, &mut fitted, c, turn)?.ok())
-        };
-        let fitted = fit::fit_feature(session, &drawn, &command, &preview, &target, &opts, &mut rebuild);
-        self.fit_target = Some(target);
-        match fitted {
-            Ok(Some((fitted, report))) => {
-                self.emit(TraceEvent::Fit { step: turn.step, attempt: turn.attempt, report: report.clone() })?;
-                self.fit_report = report.kept().then_some(report);
-                Ok(match fitted {
-                    Some((fitted_sketches, c, p)) => {
-                        self.fitted_from = Some((drawn, command));
-                        *sketches = fitted_sketches;
-                        (c, p)
-                    }
-                    None => (command, preview),
-                })
-            }
-            Ok(None) => Ok((command, preview)),
-            Err(e) => {
-                tracing::warn!("the fit of step {} failed, the candidate stays as drawn: {e}", turn.step);
-                // The document may hold the fitted drawing: build the drawn one again.
-                self.rollback(session)?;
-                if let Some(switch) = switch {
-                    kernel(&mut self.timing, session, |s| s.execute(switch))?;
-                }
-                let mut again = drawn;
-                match self.candidate(session, &mut again, &command, turn)? {
-                    Ok(p) => Ok((command, p)),
-                    Err(failure) => Err(LoopError::Bridge(BridgeError::Command {
-                        op: "fit".into(),
-                        entity: None,
-                        reason: format!("the candidate as drawn no longer builds after the fit: {}", failure.reason),
-                        kind: freecad_bridge::RefusalKind::Other,
-                    })),
-                }
-            }
-        }
-    }
-
-    /// How far across its axis a revolve's profile may be put back on it: the fit's reach
-    /// for a point, in model units at the views' scale.
-    fn axis_reach(&self) -> f64 {
-        let px_per_unit = f64::from(self.config.view_size) * views::PREVIEW_FILL / 2.0 / self.sphere.radius;
-        fit::sketch::POINT_REACH_PX / px_per_unit
-    }
-
-    /// Remember a committed feature the step's fit moved, as the model drew it (the history
-    /// is about to get the switch, the sketches and the command, in that order).
-    fn record_as_drawn(
-        &mut self,
-        switched: bool,
-        fitted: &[Sketch],
-        drawn: &[Sketch],
-        command: &Command,
-        drawn_command: Command,
-    ) {
-        let profile = match command {
-            Command::Extrude(e) => &e.profile,
-            Command::Revolve(r) => &r.profile,
-            _ => return,
-        };
-        let Some(i) = fitted.iter().position(|s| &s.name == profile) else { return };
-        let base = self.history.len() + usize::from(switched);
-        self.as_drawn.push(fit::program::AsDrawn {
-            sketch: base + i,
-            command: base + fitted.len(),
-            fitted: (Command::Sketch(fitted[i].clone()), command.clone()),
-            drawn: (Command::Sketch(drawn[i].clone()), drawn_command),
-        });
-    }
-
-    /// The fit at END ([`fit::program`]): the finished program's features fitted again
-    /// against the whole target; the history becomes the program kept. A fit that fails
-    /// leaves the program as it was.
-    fn fit_program(&mut self, session: &mut Session) -> Result<(), LoopError> {
-        let Some(target) = self.fit_target.take() else { return Ok(()) };
-        let opts = self.options();
-        let diagonal = session.state().bbox.map_or(2.0 * self.sphere.radius, |b| b.diagonal());
-        let deflection = views::deflection_for(diagonal);
-        let program = freecad_bridge::Program { name: None, description: None, commands: self.history.clone() };
-        let fitted =
-            kernel(&mut self.timing, session, |s| {
-                fit::program::fit_program(s, &program, &self.as_drawn, &target, &opts, deflection)
-            });
-        self.fit_target = Some(target);
-        match fitted {
-            Ok((fitted, report)) => {
-                self.history = fitted.commands;
-                self.emit(TraceEvent::ProgramFit { report })?;
-            }
-            Err(e) => {
-                tracing::warn!("the fit at END failed, the program stays as built: {e}");
-                self.rollback(session)?;
-            }
-        }
-        Ok(())
     }
 
     /// Back to the accepted commands: the document as it was before the attempt.

@@ -34,6 +34,7 @@ pub mod batch;
 pub mod config;
 pub mod direct_code;
 pub mod engine;
+mod engine_fit;
 pub mod error;
 pub mod events;
 pub mod fit;
