@@ -33,12 +33,7 @@ impl Engine<'_> {
         let opts = self.options();
         let drawn = sketches.clone();
         let mut rebuild = |s: &mut Session, fitted: &[Sketch], c: &Command| -> Result<Option<Preview>, LoopError> {
-            self.rollback(s)?;
-            if let Some(switch) = switch {
-                kernel(&mut self.timing, s, |s| s.execute(switch))?;
-            }
-            let mut fitted = fitted.to_vec();
-            Ok(self.candidate(s, &mut fitted, c, turn)?.ok())
+            Ok(self.rebuild_candidate(s, switch, fitted, c, turn)?.ok())
         };
         let fitted = fit::fit_feature(session, &drawn, &command, &preview, &target, &opts, &mut rebuild);
         self.fit_target = Some(target);
@@ -59,12 +54,7 @@ impl Engine<'_> {
             Err(e) => {
                 tracing::warn!("the fit of step {} failed, the candidate stays as drawn: {e}", turn.step);
                 // The document may hold the fitted drawing: build the drawn one again.
-                self.rollback(session)?;
-                if let Some(switch) = switch {
-                    kernel(&mut self.timing, session, |s| s.execute(switch))?;
-                }
-                let mut again = drawn;
-                match self.candidate(session, &mut again, &command, turn)? {
+                match self.rebuild_candidate(session, switch, &drawn, &command, turn)? {
                     Ok(p) => Ok((command, p)),
                     Err(failure) => Err(LoopError::Bridge(BridgeError::Command {
                         op: "fit".into(),
@@ -75,6 +65,23 @@ impl Engine<'_> {
                 }
             }
         }
+    }
+
+    /// The document as before the attempt, the body switch, then `sketches` executed and
+    /// `command` previewed: a candidate built again with other numbers.
+    fn rebuild_candidate(
+        &mut self,
+        session: &mut Session,
+        switch: Option<&Command>,
+        sketches: &[Sketch],
+        command: &Command,
+        turn: Turn,
+    ) -> Result<Result<Preview, crate::engine::CandidateFailure>, LoopError> {
+        self.rollback(session)?;
+        if let Some(switch) = switch {
+            kernel(&mut self.timing, session, |s| s.execute(switch))?;
+        }
+        self.candidate(session, &mut sketches.to_vec(), command, turn)
     }
 
     /// How far across its axis a revolve's profile may be put back on it: the fit's reach

@@ -144,6 +144,23 @@ pub struct FitReport {
 }
 
 impl FitReport {
+    /// Nothing moved yet: the candidate's agreement before, the picture model's costs.
+    pub fn unmoved(before: Agreement, model_px: [f64; 2]) -> FitReport {
+        FitReport {
+            changes: Vec::new(),
+            points_moved: 0,
+            points: 0,
+            largest_move: 0.0,
+            before,
+            after: before,
+            model_px,
+            moved: None,
+            dropped: None,
+            evaluations: 0,
+            seconds: 0.0,
+        }
+    }
+
     pub fn kept(&self) -> bool {
         self.dropped.is_none() && (!self.changes.is_empty() || self.points_moved > 0)
     }
@@ -209,19 +226,7 @@ pub fn fit_feature<E: From<BridgeError>>(
     else {
         return Ok(None);
     };
-    let mut report = FitReport {
-        changes: Vec::new(),
-        points_moved: 0,
-        points: 0,
-        largest_move: 0.0,
-        before,
-        after: before,
-        model_px: [proposal.before_px, proposal.after_px],
-        moved: None,
-        dropped: None,
-        evaluations: 0,
-        seconds: 0.0,
-    };
+    let mut report = FitReport::unmoved(before, [proposal.before_px, proposal.after_px]);
     let done = |mut report: FitReport, fitted| {
         report.seconds = started.elapsed().as_secs_f64();
         Ok(Some((fitted, report)))

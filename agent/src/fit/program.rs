@@ -59,6 +59,17 @@ impl ProgramFit {
     pub fn kept(&self) -> usize {
         self.features.iter().filter(|f| f.report.kept()).count()
     }
+
+    /// A new document holding `program`, counted; the program as solved and how it built.
+    fn rebuild(
+        &mut self,
+        session: &mut Session,
+        program: &Program,
+    ) -> Result<(Program, Result<(), freecad_bridge::StepError>), BridgeError> {
+        session.reset()?;
+        self.rebuilds += 1;
+        Ok(session.execute_program_solved(program))
+    }
 }
 
 /// The finished model as the fit sees it: its render, its agreement with the target.
@@ -98,18 +109,14 @@ pub fn fit_program(
             continue;
         }
         let feature_started = Instant::now();
-        session.reset()?;
-        done.rebuilds += 1;
-        if session.execute_program(&current).is_err() {
+        if done.rebuild(session, &current)?.1.is_err() {
             break;
         }
         let before = picture(session, target, opts, deflection)?;
         let mut candidate = current.clone();
         candidate.commands[drawn.sketch] = drawn.drawn.0.clone();
         candidate.commands[drawn.command] = drawn.drawn.1.clone();
-        session.reset()?;
-        done.rebuilds += 1;
-        let (solved, built) = session.execute_program_solved(&candidate);
+        let (solved, built) = done.rebuild(session, &candidate)?;
         if built.is_err() {
             continue;
         }
@@ -122,17 +129,12 @@ pub fn fit_program(
         done.features.push(FeatureFit {
             command: drawn.command,
             report: FitReport {
-                changes: Vec::new(),
-                points_moved: 0,
-                points: 0,
-                largest_move: 0.0,
-                before: before.agreement,
                 after: if undone { after.agreement } else { before.agreement },
-                model_px: [0.0, 0.0],
                 moved: Some(moved),
                 dropped: (!undone).then(|| "the step's fit holds against the whole target".to_string()),
                 evaluations: 1,
                 seconds: feature_started.elapsed().as_secs_f64(),
+                ..FitReport::unmoved(before.agreement, [0.0, 0.0])
             },
             undone,
         });
@@ -165,19 +167,7 @@ pub fn fit_program(
         else {
             continue;
         };
-        let mut report = FitReport {
-            changes: Vec::new(),
-            points_moved: 0,
-            points: 0,
-            largest_move: 0.0,
-            before: before.agreement,
-            after: before.agreement,
-            model_px: [proposal.before_px, proposal.after_px],
-            moved: None,
-            dropped: None,
-            evaluations: 0,
-            seconds: 0.0,
-        };
+        let mut report = FitReport::unmoved(before.agreement, [proposal.before_px, proposal.after_px]);
         if !super::worth_building(proposal.before_px, proposal.after_px) {
             report.dropped = Some(format!(
                 "no drawing agrees better by {MIN_GAIN} px and half ({:.2} -> {:.2} px on the picture model)",
@@ -189,10 +179,8 @@ pub fn fit_program(
             if let sketch::Feature::Extrude(e) = &proposal.feature {
                 candidate.commands[k] = Command::Extrude(e.clone());
             }
-            session.reset()?;
-            done.rebuilds += 1;
             report.evaluations += 1;
-            let (solved, built) = session.execute_program_solved(&candidate);
+            let (solved, built) = done.rebuild(session, &candidate)?;
             match built {
                 Ok(()) => {
                     let after = picture(session, target, opts, deflection)?;
@@ -218,10 +206,8 @@ pub fn fit_program(
     }
     // The session holds the program that is kept: the one given, to the bit, when nothing
     // moved (a rebuild solves its sketches again, to about 1e-12 of where they were).
-    session.reset()?;
-    done.rebuilds += 1;
     let changed = current != *program;
-    let (solved, built) = session.execute_program_solved(&current);
+    let (solved, built) = done.rebuild(session, &current)?;
     done.seconds = started.elapsed().as_secs_f64();
     match built {
         Ok(()) => Ok((if changed { solved } else { program.clone() }, done)),
