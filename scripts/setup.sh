@@ -26,4 +26,15 @@ import FreeCAD, Part, Sketcher, PartDesign" \
   || { echo "setup: FreeCAD does not import in /usr/bin/python3.11" >&2; exit 1; }
 
 cargo build --release --locked
+
+# The default retrieval index (about 1.5 min the first time; kept afterwards): generated
+# parts of a seed no evaluation uses, and the public DeepCAD sample when it is here.
+# Where it lives and how to rebuild it: README.md ("Retrieval").
+deepcad="${VISION2CAD_DATA:-../shared/data}/seekcad-example"
+if [ -d "$deepcad" ]; then
+  target/release/vision2cad gerd default-index --deepcad "$deepcad"
+else
+  echo "setup: no DeepCAD sample at $deepcad; the default index holds generated parts only" >&2
+  target/release/vision2cad gerd default-index
+fi
 echo "setup: done; the binary is target/release/vision2cad" >&2

@@ -70,6 +70,9 @@ pub struct Config {
     pub rag_index: Option<PathBuf>,
     /// Retrieved examples per Stage 1 call, at most one per part.
     pub rag_k: usize,
+    /// The least score (`lambda * image + (1 - lambda) * state` similarity) a retrieved step
+    /// needs to be shown; measured in docs/evaluation.md ("Retrieval that earns its tokens").
+    pub rag_min_score: f64,
     #[serde(flatten)]
     pub ablations: Ablations,
     /// The model server (`--vlm openai`): the `[vlm]` table.
@@ -77,6 +80,10 @@ pub struct Config {
     /// The simulated model's error rates (`--vlm sim`): the `[sim]` table.
     pub sim: crate::vlm::SimRates,
 }
+
+/// The default `rag_min_score`: below it, the top hit's operation matched the true next
+/// step's no more often than the commonest operation's share (docs/evaluation.md).
+pub const RAG_MIN_SCORE: f64 = 0.90;
 
 impl Default for Config {
     fn default() -> Self {
@@ -93,6 +100,7 @@ impl Default for Config {
             prompts: None,
             rag_index: None,
             rag_k: 3,
+            rag_min_score: RAG_MIN_SCORE,
             ablations: Ablations::default(),
             vlm: crate::vlm::VlmSettings::default(),
             sim: crate::vlm::SimRates::default(),
@@ -165,6 +173,9 @@ impl Config {
         }
         if !(1..=10).contains(&self.rag_k) {
             return bad("rag_k must be between 1 and 10");
+        }
+        if !(self.rag_min_score.is_finite() && (-1.0..=1.0).contains(&self.rag_min_score)) {
+            return bad("rag_min_score must be between -1 and 1 (a similarity)");
         }
         self.vlm.check().map_err(ConfigError::Invalid)
     }

@@ -81,6 +81,11 @@ pub struct Outcome {
     #[serde(default)]
     pub unverified_commits: usize,
     pub usage: Usage,
+    /// Input tokens the retrieved examples added to Stage 1's requests (text and images,
+    /// estimated as the common vision APIs count them; part of `usage` where the server
+    /// counts tokens).
+    #[serde(default)]
+    pub retrieval_tokens: usize,
     pub timing: Timing,
     /// Per accepted step: the harness's own seconds.
     pub step_timing: Vec<Timing>,
@@ -174,9 +179,13 @@ impl Reconstruction {
         let target = Target::analyse(picture, &image.display().to_string())?;
         let prompts = Prompts::load(config.prompts.as_deref())?;
         let retriever = match (&config.rag_index, config.ablations.no_rag) {
-            (Some(index), false) => {
-                Some(rag::Retriever::open(index, &target.image, config.rag_k, self.embedder.take())?)
-            }
+            (Some(index), false) => Some(rag::Retriever::open(
+                index,
+                &target.image,
+                config.rag_k,
+                config.rag_min_score,
+                self.embedder.take(),
+            )?),
             _ => None,
         };
         std::fs::create_dir_all(out.join("views")).map_err(|e| LoopError::io(out, e))?;
@@ -220,6 +229,7 @@ impl Reconstruction {
             name,
             scene: None,
             retriever,
+            retrieval_tokens: 0,
         };
         engine.run(image, vlm, session, self.resume, started)
     }
@@ -348,6 +358,8 @@ pub(crate) struct Engine<'a> {
     scene: Option<Rc<Scene>>,
     /// GERD-RET, when an index is configured and RAG is on.
     pub retriever: Option<rag::Retriever>,
+    /// Input tokens the retrieved examples have added so far.
+    pub retrieval_tokens: usize,
 }
 
 /// Run a FreeCAD call, retrying it when the worker was lost (the session has already
@@ -403,7 +415,14 @@ impl Engine<'_> {
                 prompts: self.prompts.source.clone(),
                 target: TargetCircle { center_px: self.target.center_px, radius_px: self.target.radius_px },
             })?;
-            if self.retriever.is_none() && !config.ablations.no_rag {
+            if let Some(retriever) = &self.retriever {
+                let reason = format!(
+                    "index {}; examples shown from a score of {:.2}",
+                    retriever.describe(),
+                    config.rag_min_score
+                );
+                self.emit(TraceEvent::Rag { on: true, reason })?;
+            } else if !config.ablations.no_rag {
                 tracing::info!("RAG is off: no retrieval index (--rag-index, rag_index in the config)");
                 self.emit(TraceEvent::Rag { on: false, reason: "no retrieval index was given".into() })?;
             }
@@ -456,6 +475,7 @@ impl Engine<'_> {
             failed_candidates: self.failed_candidates,
             unverified_commits: self.unverified.len(),
             usage: self.usage,
+            retrieval_tokens: self.retrieval_tokens,
             timing: self.timing,
             step_timing,
             seconds: started.elapsed().as_secs_f64(),

@@ -125,10 +125,9 @@ impl Engine<'_> {
         let diagonal = session.state().bbox.map_or(2.0 * self.sphere.radius, |b| b.diagonal());
         let deflection = views::deflection_for(diagonal);
         let program = freecad_bridge::Program { name: None, description: None, commands: self.history.clone() };
-        let fitted =
-            kernel(&mut self.timing, session, |s| {
-                fit::program::fit_program(s, &program, &self.as_drawn, &target, &opts, deflection)
-            });
+        let fitted = kernel(&mut self.timing, session, |s| {
+            fit::program::fit_program(s, &program, &self.as_drawn, &target, &opts, deflection)
+        });
         self.fit_target = Some(target);
         match fitted {
             Ok((fitted, report)) => {
@@ -142,5 +141,4 @@ impl Engine<'_> {
         }
         Ok(())
     }
-
 }

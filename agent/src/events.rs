@@ -36,14 +36,25 @@ use crate::vlm::{Stage, Usage};
 pub enum TraceEvent {
     /// The run began: what it works on and how it is configured.
     Start { image: String, backend: String, config: Box<Config>, prompts: String, target: TargetCircle },
-    /// Retrieval is off although the configuration allows it.
+    /// Whether retrieval is on, and why (which index, or why none).
     Rag { on: bool, reason: String },
     /// The run continues from `program.json` with `steps` accepted steps.
     Resume { steps: usize, finished: bool },
     /// One call to the model and what came of its answer.
     Call(Call),
     /// Stage 1's retrieved examples.
-    Retrieved { step: usize, attempt: usize, hits: Vec<gerd::retrieve::Hit> },
+    Retrieved {
+        step: usize,
+        attempt: usize,
+        hits: Vec<gerd::retrieve::Hit>,
+        /// Hits left out for a score below `rag_min_score`.
+        #[serde(default)]
+        below_threshold: Vec<gerd::retrieve::Hit>,
+        /// Input tokens the shown examples added to the request (text and images, estimated
+        /// as the common vision APIs count them).
+        #[serde(default)]
+        tokens: usize,
+    },
     /// PGR ties added to a drawn sketch.
     Snapped { step: usize, attempt: usize, sketch: String, constraints: Vec<String> },
     /// Constraints of a sketch the solver found redundant: dropped, and the step goes on

@@ -1,14 +1,20 @@
 //! RAG: Stage 1 shows up to `rag_k` modeling steps of other parts that resemble the current
-//! situation, retrieved from a GERD-RET index (`vision2cad gerd index`).
+//! situation, retrieved from a GERD-RET index (`vision2cad gerd index`, or the default index
+//! `vision2cad gerd default-index` builds).
 //!
 //! The target image is embedded once per run; the state before each step is embedded when
-//! Stage 1 is asked. The index never sees this run's ground truth: it holds other parts.
+//! Stage 1 is asked. The index never sees this run's ground truth: it holds other parts. A
+//! hit is shown only when its score reaches `rag_min_score`: below it, an example's next
+//! operation is no likelier to be the right one than a guess (docs/evaluation.md), and it
+//! would cost an image and its text in every request.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use freecad_bridge::state::FaceKind;
 use freecad_bridge::{Command, ModelState};
-use gerd::retrieve::embed::{Builtin, Embedder};
-use gerd::retrieve::{EF_SEARCH, Example, RetrievalIndex};
+use gerd::retrieve::embed::{Builtin, Embedder, operation_key};
+use gerd::retrieve::{EF_SEARCH, Example, Hit, RetrievalIndex};
 use image::RgbImage;
 
 use crate::LoopError;
@@ -23,6 +29,7 @@ pub struct Retriever {
     embedder: Box<dyn Embedder>,
     target: Vec<f32>,
     k: usize,
+    min_score: f32,
 }
 
 impl std::fmt::Debug for Retriever {
@@ -34,6 +41,14 @@ impl std::fmt::Debug for Retriever {
     }
 }
 
+/// What one retrieval gave: the examples to show, best first, and the hits left out for a
+/// score below the threshold.
+#[derive(Debug, Default)]
+pub struct Retrieved {
+    pub examples: Vec<Example>,
+    pub below_threshold: Vec<Hit>,
+}
+
 impl Retriever {
     /// Load the index and embed the target with `embedder` (the built-in one when `None`).
     /// A missing index, or one built by another embedder, is an error.
@@ -41,29 +56,45 @@ impl Retriever {
         path: &Path,
         target: &RgbImage,
         k: usize,
+        min_score: f64,
         embedder: Option<Box<dyn Embedder>>,
     ) -> Result<Retriever, LoopError> {
         let mut embedder = embedder.unwrap_or_else(|| Box::new(Builtin));
         let index = RetrievalIndex::load(path, &embedder.id()).map_err(|e| LoopError::Rag(e.to_string()))?;
         let target = embedder.embed_image(target).map_err(|e| failed(path, e))?;
-        Ok(Retriever { path: path.to_path_buf(), index, embedder, target, k })
+        Ok(Retriever { path: path.to_path_buf(), index, embedder, target, k, min_score: min_score as f32 })
     }
 
-    /// The examples for the model in `state` after `history`, best first, one per part.
-    pub fn examples(&mut self, state: &ModelState, history: &[Command]) -> Result<Vec<Example>, LoopError> {
+    /// The index's folder and what it holds, for the trace: `PATH (N parts, M steps)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({} parts, {} steps)",
+            self.path.display(),
+            self.index.meta.dataset.parts,
+            self.index.entries().len()
+        )
+    }
+
+    /// The examples for the model in `state` after `history`, best first, one per part; hits
+    /// scoring below the threshold are returned apart.
+    pub fn examples(&mut self, state: &ModelState, history: &[Command]) -> Result<Retrieved, LoopError> {
         let state = self.embedder.embed_state(state, history).map_err(|e| failed(&self.path, e))?;
         let query = self.index.query_vector(self.target.clone(), state).map_err(|e| failed(&self.path, e))?;
-        self.index
-            .search(&query, self.k, EF_SEARCH)
+        let (shown, below): (Vec<Hit>, Vec<Hit>) =
+            self.index.search(&query, self.k, EF_SEARCH).into_iter().partition(|h| h.score >= self.min_score);
+        let examples = shown
             .iter()
             .map(|hit| self.index.example(hit).map_err(|e| LoopError::Rag(e.to_string())))
-            .collect()
+            .collect::<Result<_, _>>()?;
+        Ok(Retrieved { examples, below_threshold: below })
     }
 }
 
 /// The examples as Stage 1's text; `first_image` is the number the first example's view
-/// gets among the request's images (those without a view are described only).
-pub fn prompt_text(examples: &[Example], first_image: usize) -> String {
+/// gets among the request's images (those without a view are described only). Each says
+/// why it is shown: its two similarities, and what its situation shares with the current
+/// one (`state` after `history`).
+pub fn prompt_text(examples: &[Example], first_image: usize, state: &ModelState, history: &[Command]) -> String {
     let mut text = String::new();
     let mut image = first_image;
     for (n, example) in examples.iter().enumerate() {
@@ -78,12 +109,114 @@ pub fn prompt_text(examples: &[Example], first_image: usize) -> String {
             e.sketches.iter().map(|s| serde_json::json!({"name": s.name, "on": s.on})).collect();
         let answer = serde_json::json!({"sketches": sketches, "command": e.command});
         text.push_str(&format!(
-            "{}. {} (similarity {:.2}).{picture}\n   `{}`\n",
+            "{}. {} (similarity {:.2}).{picture}\n   Shown because {}.\n   `{}`\n",
             n + 1,
             e.description,
             example.hit.score,
+            why(example, state, history),
             answer
         ));
     }
     text.trim_end().to_string()
+}
+
+/// Why an example is shown: how alike the pictures and the models are, and what the two
+/// situations share (the operations so far, the kinds of faces).
+pub fn why(example: &Example, state: &ModelState, history: &[Command]) -> String {
+    let mut reasons = vec![
+        format!("its part looks like the target (image similarity {:.2})", example.hit.image_score),
+        format!("its model before the step is like yours (state similarity {:.2})", example.hit.state_score),
+    ];
+    let (theirs, ours) = (operations(&example.history), operations(history));
+    if theirs == ours {
+        reasons.push(if ours.is_empty() {
+            "both models are empty: it is a first feature".to_string()
+        } else {
+            format!("the same operations so far ({})", counted(&ours))
+        });
+    }
+    let (their_faces, our_faces) = (face_kinds(&example.before), face_kinds(state));
+    if !ours.is_empty() && their_faces == our_faces {
+        reasons.push(format!("the same faces ({})", counted(&our_faces)));
+    } else if !our_faces.is_empty() {
+        let shared: Vec<&str> = our_faces.keys().filter(|k| their_faces.contains_key(*k)).copied().collect();
+        if !shared.is_empty() && shared.len() < our_faces.len().max(their_faces.len()) {
+            reasons.push(format!("faces of the same kinds ({})", shared.join(", ")));
+        }
+    }
+    let last = reasons.pop().unwrap_or_default();
+    if reasons.is_empty() { last } else { format!("{} and {last}", reasons.join(", ")) }
+}
+
+/// Operations (not sketches) by kind, counted.
+fn operations(history: &[Command]) -> BTreeMap<&'static str, usize> {
+    let mut out = BTreeMap::new();
+    for c in history.iter().filter(|c| !matches!(c, Command::Sketch(_) | Command::Body(_) | Command::End)) {
+        *out.entry(operation_key(c)).or_default() += 1;
+    }
+    out
+}
+
+fn face_kinds(state: &ModelState) -> BTreeMap<&'static str, usize> {
+    let mut out = BTreeMap::new();
+    for f in &state.faces {
+        let kind = match f.kind {
+            FaceKind::Plane => "planar",
+            FaceKind::Cylinder => "cylindrical",
+            FaceKind::Cone => "conical",
+            FaceKind::Sphere => "spherical",
+            FaceKind::Torus => "toroidal",
+            FaceKind::Bspline | FaceKind::Other => "free-form",
+        };
+        *out.entry(kind).or_default() += 1;
+    }
+    out
+}
+
+fn counted(map: &BTreeMap<&str, usize>) -> String {
+    map.iter().map(|(k, n)| format!("{n} {k}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Input tokens of one PNG image as the common vision APIs bill a high-detail image: 85,
+/// plus 170 per 512-pixel tile after scaling to fit 2048 px and then to 768 px on the short
+/// side (765 when the file cannot be read). The relay (`relay_vlm.py`) counts the same way.
+pub fn image_tokens(path: &Path) -> usize {
+    let Ok((w, h)) = image::image_dimensions(path) else { return 765 };
+    let (mut w, mut h) = (w as f64, h as f64);
+    let s = (2048.0 / w.max(h)).min(1.0);
+    (w, h) = (w * s, h * s);
+    let s = (768.0 / w.min(h)).min(1.0);
+    (w, h) = (w * s, h * s);
+    85 + 170 * (w / 512.0).ceil() as usize * (h / 512.0).ceil() as usize
+}
+
+/// Input tokens text costs, at four characters a token (no tokenizer is at hand; the relay
+/// estimates the same way).
+pub fn text_tokens(text: &str) -> usize {
+    text.chars().count().div_ceil(4)
+}
+
+/// The tokens retrieval adds to one Stage 1 request: its text and its images.
+pub fn added_tokens(text: &str, examples: &[Example]) -> usize {
+    text_tokens(text) + examples.iter().filter_map(|e| e.image.as_deref()).map(image_tokens).sum::<usize>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_tokens_count_tiles_as_the_vision_apis_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let png = |w: u32, h: u32| {
+            let path = dir.path().join(format!("{w}x{h}.png"));
+            image::RgbImage::new(w, h).save(&path).unwrap();
+            image_tokens(&path)
+        };
+        assert_eq!(png(500, 500), 255, "one tile");
+        assert_eq!(png(1000, 1000), 85 + 170 * 4, "scaled to 768, two by two tiles");
+        assert_eq!(png(2012, 500), 85 + 170 * 4, "a strip: 2012 x 500 needs four tiles across");
+        assert_eq!(image_tokens(&dir.path().join("missing.png")), 765);
+        assert_eq!(text_tokens("abcdefghi"), 3);
+    }
 }

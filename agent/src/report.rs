@@ -175,15 +175,22 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                     escape(&x.commands.iter().map(compact_json).collect::<Vec<_>>().join("\n"))
                 );
             }
-            TraceEvent::Retrieved { hits, .. } => {
-                let hits: Vec<String> = hits
-                    .iter()
-                    .map(|h| format!("{} step {} ({})", h.part, h.step, (f64::from(h.score) * 1e4).round() / 1e4))
-                    .collect();
-                let _ = write!(h, "<p>Retrieved examples: {}</p>", escape(&hits.join(", ")));
+            TraceEvent::Retrieved { hits, below_threshold, tokens, .. } => {
+                let named = |hits: &[gerd::retrieve::Hit]| {
+                    hits.iter()
+                        .map(|h| format!("{} step {} ({})", h.part, h.step, (f64::from(h.score) * 1e4).round() / 1e4))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                if !hits.is_empty() {
+                    let _ = write!(h, "<p>Retrieved examples: {} (about {tokens} tokens in)</p>", escape(&named(hits)));
+                }
+                if !below_threshold.is_empty() {
+                    let _ = write!(h, "<p>Not shown, below the threshold: {}</p>", escape(&named(below_threshold)));
+                }
             }
-            TraceEvent::Rag { reason, .. } => {
-                let _ = write!(h, "<p>RAG off: {}</p>", escape(reason));
+            TraceEvent::Rag { on, reason } => {
+                let _ = write!(h, "<p>RAG {}: {}</p>", if *on { "on" } else { "off" }, escape(reason));
             }
             TraceEvent::Snapped { sketch, constraints, .. } => {
                 let _ = write!(
@@ -263,6 +270,13 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                 );
                 if o.usage.input_tokens > 0 {
                     let _ = write!(h, "<p>Model usage:{}.</p>", usage_text(&o.usage).trim_start_matches(','));
+                }
+                if o.retrieval_tokens > 0 {
+                    let _ = write!(
+                        h,
+                        "<p>Retrieved examples added about {} input tokens (estimated).</p>",
+                        o.retrieval_tokens
+                    );
                 }
                 if let Some(f) = &o.failure {
                     let _ = write!(h, "<p class=\"bad\">{}</p>", escape(f));
@@ -351,6 +365,9 @@ fn summary(h: &mut String, dir: &Path, events: &[TraceEvent]) {
                 if o.usage.input_tokens > 0 { usage_text(&o.usage) } else { String::new() },
                 o.seconds
             );
+            if o.retrieval_tokens > 0 {
+                let _ = write!(h, "<p>Retrieval added about {} input tokens (estimated).</p>", o.retrieval_tokens);
+            }
             if !o.finished {
                 let _ = write!(h, "<p class=\"{class}\">{}</p>", escape(&o.stop));
             }

@@ -94,24 +94,27 @@ impl Engine<'_> {
         let mut images: Vec<PathBuf> =
             std::iter::once(self.view_path("target.png")).chain(tagged.iter().cloned()).collect();
         let history = self.history.clone();
-        let examples = match self.retriever.as_mut().map(|r| r.examples(state, &history)) {
-            Some(Ok(examples)) => examples,
+        let retrieved = match self.retriever.as_mut().map(|r| r.examples(state, &history)) {
+            Some(Ok(retrieved)) => Some(retrieved),
             // The run ends as a recorded failure, with everything reached so far written.
             Some(Err(e)) => return Ok(Asked::Backend(e.to_string())),
-            None => Vec::new(),
+            None => None,
         };
-        let fill = if examples.is_empty() {
-            fill.value("retrieved", String::new()).flag("rag", false)
-        } else {
+        let (examples, below_threshold) = retrieved.map_or_else(Default::default, |r| (r.examples, r.below_threshold));
+        let text = rag::prompt_text(&examples, images.len() + 1, state, &history);
+        if !examples.is_empty() || !below_threshold.is_empty() {
+            let tokens = if examples.is_empty() { 0 } else { rag::added_tokens(&text, &examples) };
+            self.retrieval_tokens += tokens;
             self.emit(TraceEvent::Retrieved {
                 step: turn.step,
                 attempt: turn.attempt,
                 hits: examples.iter().map(|e| e.hit.clone()).collect(),
+                below_threshold,
+                tokens,
             })?;
-            let text = rag::prompt_text(&examples, images.len() + 1);
-            images.extend(examples.iter().filter_map(|e| e.image.clone()));
-            fill.value("retrieved", text).flag("rag", true)
-        };
+        }
+        images.extend(examples.iter().filter_map(|e| e.image.clone()));
+        let fill = fill.value("retrieved", text).flag("rag", !examples.is_empty());
         let request = self.request(Stage::Stage1, "stage1.md", fill, images, self.context(state))?;
         self.timing.prompt += start.elapsed().as_secs_f64();
         let no_egr = self.config.ablations.no_egr;

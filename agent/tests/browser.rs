@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{assert_links_resolve, binary, example_path, generated_test_split, repo_root};
+use common::{assert_links_resolve, example_path, generated_test_split, repo_root};
 
 fn chromium() -> PathBuf {
     let found = std::env::var_os("VISION2CAD_CHROMIUM")
@@ -22,7 +22,7 @@ fn chromium() -> PathBuf {
 }
 
 fn vision2cad(args: &[&str]) {
-    let o = Command::new(binary())
+    let o = common::command()
         .args(args)
         .env_remove("VISION2CAD_API_KEY")
         .env_remove("OPENAI_API_KEY")

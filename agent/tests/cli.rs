@@ -3,13 +3,13 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::{assert_close, binary, example_path, repo_root};
+use common::{assert_close, example_path, repo_root};
 use serde_json::Value;
 
 fn run(args: &[&str]) -> Output {
-    Command::new(binary()).args(args).env_remove("VISION2CAD_LOG").output().expect("vision2cad runs")
+    common::command().args(args).env_remove("VISION2CAD_LOG").output().expect("vision2cad runs")
 }
 
 fn stderr(o: &Output) -> String {
@@ -235,7 +235,7 @@ fn help_pages(path: &[String], out: &mut String) {
     let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
     args.push("--help");
     // Help shows an environment variable's value where one is set: none is.
-    let o = Command::new(binary()).args(&args).env_remove("VISION2CAD_TIMEOUT").output().expect("vision2cad runs");
+    let o = common::command().args(&args).env_remove("VISION2CAD_TIMEOUT").output().expect("vision2cad runs");
     assert!(o.status.success(), "vision2cad {}: {}", args.join(" "), stderr(&o));
     let help = String::from_utf8(o.stdout).expect("utf-8 help");
     let name = std::iter::once("vision2cad").chain(path.iter().map(String::as_str)).collect::<Vec<_>>().join(" ");

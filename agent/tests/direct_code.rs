@@ -6,9 +6,9 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command as Process, Output};
+use std::process::Output;
 
-use common::{binary, repo_root};
+use common::repo_root;
 use serde_json::{Value, json};
 use vision2cad::vlm::mock::{MockReply, MockServer};
 
@@ -36,7 +36,7 @@ fn server(code: &str) -> MockServer {
 }
 
 fn vision2cad(args: &[&str]) -> Output {
-    let mut cmd = Process::new(binary());
+    let mut cmd = common::command();
     cmd.args(args);
     for var in ["VISION2CAD_API_KEY", "OPENAI_API_KEY", "VISION2CAD_BASE_URL", "OPENAI_BASE_URL"] {
         cmd.env_remove(var);

@@ -4,9 +4,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::{binary, example_path, repo_root};
+use common::{example_path, repo_root};
 use serde_json::Value;
 
 fn write_program(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -16,7 +16,7 @@ fn write_program(dir: &Path, name: &str, text: &str) -> PathBuf {
 }
 
 fn cli(args: &[&str]) -> Output {
-    Command::new(binary()).arg("eval").args(args).env_remove("VISION2CAD_LOG").output().expect("vision2cad runs")
+    common::command().arg("eval").args(args).env_remove("VISION2CAD_LOG").output().expect("vision2cad runs")
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -170,7 +170,7 @@ fn twenty_evaluations_of_the_same_predictions_give_the_same_report() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (pred, gt) = sample_dirs(dir.path());
     let built = dir.path().join("handle");
-    let o = Command::new(binary())
+    let o = common::command()
         .arg("exec")
         .arg(repo_root().join("freecad-bridge/tests/data/handle_sweep.json"))
         .arg("--out")
@@ -229,7 +229,7 @@ fn bench_against_python_runs_both_pipelines_on_the_same_pairs_and_they_agree() {
         for (side, text) in [(&gt, text), (&pred, variant)] {
             let source = write_program(dir.path(), &format!("{name}-source"), &text);
             let out = dir.path().join(format!("{name}-out"));
-            let o = Command::new(binary())
+            let o = common::command()
                 .args(["exec", source.to_str().expect("path"), "--out", out.to_str().expect("path")])
                 .output()
                 .expect("exec runs");
@@ -239,7 +239,7 @@ fn bench_against_python_runs_both_pipelines_on_the_same_pairs_and_they_agree() {
         }
     }
     let json = dir.path().join("bench.json");
-    let o = Command::new(binary())
+    let o = common::command()
         .current_dir(repo_root())
         .args(["bench", "eval", "--against-python", "--rounds", "1", "--workers", "1"])
         .arg("--pred")

@@ -7,14 +7,14 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command as Process, Output};
+use std::process::Output;
 
-use common::{binary, data_dir, files_under};
+use common::{data_dir, files_under};
 
 const FAULT_ENV: &str = "VISION2CAD_FAULT_KILL_AT";
 
 fn vision2cad(args: &[&str], faults: Option<(&Path, &str)>) -> Output {
-    let mut cmd = Process::new(binary());
+    let mut cmd = common::command();
     cmd.args(args).env_remove(FAULT_ENV);
     if let Some((counter, at)) = faults {
         cmd.env(FAULT_ENV, format!("{}:{at}", counter.display()));

@@ -4,15 +4,13 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use gerd::record::{Split, part_dirs, read_part};
 
 #[test]
 fn validate_finds_corrupted_records_and_export_writes_loadable_samples() {
     let root = tempfile::tempdir().expect("tempdir");
-    let binary = common::binary();
-    let run = |args: &[&str]| Command::new(binary).args(args).output().expect("vision2cad runs");
+    let run = |args: &[&str]| common::command().args(args).output().expect("vision2cad runs");
     let dir = root.path().to_str().expect("utf-8");
     let generate = ["gerd", "generate", "--count", "3", "--seed", "5", "--split", "3,0,0", "--view-size", "200"];
     let generated = run(&[&generate[..], &["--workers", "2", "--out", dir]].concat());
@@ -102,8 +100,7 @@ fn validate_finds_corrupted_records_and_export_writes_loadable_samples() {
 fn generate_from_the_command_line_resumes_and_splits() {
     let root = tempfile::tempdir().expect("tempdir");
     let dir = root.path().to_str().expect("utf-8");
-    let binary = common::binary();
-    let run = |args: &[&str]| Command::new(binary).args(args).output().expect("vision2cad runs");
+    let run = |args: &[&str]| common::command().args(args).output().expect("vision2cad runs");
     let args =
         ["gerd", "generate", "--count", "4", "--seed", "2", "--out", dir, "--split", "2,1,1", "--view-size", "160"];
     let first = run(&args);
@@ -131,8 +128,7 @@ fn generated_programs_replay_to_the_same_part_in_every_process() {
         let program = root.path().join(format!("{}.json", record.id));
         std::fs::write(&program, serde_json::to_string(&record.program).expect("json")).expect("program");
         let exec = |program: &Path, out: &Path| {
-            let o =
-                Command::new(common::binary()).arg("exec").arg(program).arg("--out").arg(out).output().expect("exec");
+            let o = common::command().arg("exec").arg(program).arg("--out").arg(out).output().expect("exec");
             assert!(o.status.success(), "{}: {}", record.id, String::from_utf8_lossy(&o.stderr));
             std::fs::read_to_string(out.join("state.json")).expect("state.json")
         };
@@ -173,7 +169,7 @@ fn imports_from_the_command_line_become_valid_records() {
     std::fs::write(&jsonl, rows.join("\n")).expect("write");
     let out = root.path().join("gerd");
     let s = |p: &Path| p.to_string_lossy().into_owned();
-    let run = |args: &[String]| Command::new(common::binary()).args(args).output().expect("vision2cad runs");
+    let run = |args: &[String]| common::command().args(args).output().expect("vision2cad runs");
     let args: Vec<String> =
         ["gerd", "import", "cadcoder", "--jsonl", &s(&jsonl), "--steps", &s(&test100.join("steps"))]
             .iter()
@@ -246,7 +242,7 @@ fn a_folder_of_deepcad_files_imports_in_parallel_with_a_report_and_resumes() {
     .expect("write");
     let out = dir.path().join("gerd");
     let run = |path: &std::path::Path| {
-        std::process::Command::new(common::binary())
+        common::command()
             .args(["gerd", "import", "deepcad"])
             .arg(path)
             .arg("--out")

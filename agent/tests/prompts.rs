@@ -5,9 +5,7 @@
 
 mod common;
 
-use std::process::Command as Process;
-
-use common::{binary, example_path};
+use common::example_path;
 use serde_json::Value;
 
 #[test]
@@ -15,7 +13,7 @@ fn requests_per_ablation_match_their_snapshots() {
     let dir = tempfile::tempdir().expect("tempdir");
     let program = example_path("chamfer_box");
     let image = dir.path().join("target.png");
-    let render = Process::new(binary())
+    let render = common::command()
         .arg("render")
         .arg(&program)
         .args(["--view", "target", "--out"])
@@ -25,7 +23,7 @@ fn requests_per_ablation_match_their_snapshots() {
     assert!(render.status.success());
     for flag in ["full", "no-egr", "no-lcb", "no-pgr", "no-reg", "no-rag", "no-evf"] {
         let out = dir.path().join(flag);
-        let mut cmd = Process::new(binary());
+        let mut cmd = common::command();
         cmd.arg("reconstruct").arg(&image).arg("--out").arg(&out).arg("--gt").arg(&program);
         if flag != "full" {
             cmd.arg(format!("--{flag}"));

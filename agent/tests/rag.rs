@@ -4,9 +4,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command as Process;
 
-use common::{binary, repo_root, trace};
+use common::{repo_root, trace};
 use gerd::record::{part_dirs, read_part};
 use gerd::retrieve::embed::{Builtin, Embedder};
 use gerd::retrieve::{EF_SEARCH, RetrievalIndex};
@@ -15,7 +14,7 @@ use vision2cad::vlm::mock::{MockReply, MockServer};
 
 /// 24 generated parts (3 per family): 16 train, 8 validation; 200-pixel views.
 fn dataset(root: &Path) {
-    let out = Process::new(binary())
+    let out = common::command()
         .args(["gerd", "generate", "--count", "24", "--seed", "5", "--split", "16,8,0", "--view-size", "200", "--out"])
         .arg(root)
         .output()
@@ -24,7 +23,7 @@ fn dataset(root: &Path) {
 }
 
 fn vision2cad(args: &[&str]) -> std::process::Output {
-    Process::new(binary()).args(args).output().expect("runs")
+    common::command().args(args).output().expect("runs")
 }
 
 #[test]
@@ -96,19 +95,57 @@ fn retrieval_from_the_command_line_and_in_the_loop() {
         args.extend_from_slice(extra);
         vision2cad(&args)
     };
+    // Every hit shown (no threshold): each says why, and the tokens they add are counted.
+    let config = |name: &str, min_score: f64| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, format!("rag_min_score = {min_score:?}\n")).expect("config");
+        path
+    };
+    let all = config("all.toml", -1.0);
     let with = dir.path().join("with");
-    let r = run(&with, &["--rag-index", index.to_str().expect("utf-8")]);
+    let r = run(&with, &["--rag-index", index.to_str().expect("utf-8"), "--config", all.to_str().expect("utf-8")]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let events = trace(&with);
+    let rag = events.iter().find(|e| e["event"] == "rag").expect("a rag event");
+    assert_eq!(rag["on"], true);
+    assert!(rag["reason"].as_str().is_some_and(|r| r.contains("16 parts")), "{rag}");
     let retrieved: Vec<&Value> = events.iter().filter(|e| e["event"] == "retrieved").collect();
     let stage1: Vec<&Value> = events.iter().filter(|e| e["event"] == "call" && e["stage"] == "stage1").collect();
     assert_eq!(retrieved.len(), stage1.len(), "every Stage 1 call retrieves");
     assert!(retrieved.iter().all(|e| e["hits"].as_array().is_some_and(|h| h.len() == 3)));
-    assert!(stage1.iter().all(|c| c["request"]["text"].as_str().is_some_and(|t| t.contains("Similar modeling steps"))));
+    let texts: Vec<&str> = stage1.iter().filter_map(|c| c["request"]["text"].as_str()).collect();
+    assert!(texts.iter().all(|t| t.contains("Similar modeling steps") && t.matches("Shown because").count() == 3));
+    assert!(texts[0].contains("both models are empty: it is a first feature"), "{}", texts[0]);
     // After the first step the examples' views are among the images.
     let later = stage1.last().expect("a call");
     assert!(later["request"]["images"].as_array().is_some_and(|i| i.len() > 2), "{}", later["request"]["images"]);
-    assert!(std::fs::read_to_string(with.join("report.html")).expect("report").contains("Retrieved examples"));
+    let tokens: u64 = retrieved.iter().map(|e| e["tokens"].as_u64().expect("tokens")).sum();
+    let outcome: Value =
+        serde_json::from_str(&std::fs::read_to_string(with.join("outcome.json")).expect("outcome")).expect("json");
+    assert_eq!(outcome["retrieval_tokens"].as_u64(), Some(tokens));
+    // Three example views of 200 px (255 tokens each) after the first step, and text.
+    assert!(tokens > 3 * 255, "{tokens}");
+    let report = std::fs::read_to_string(with.join("report.html")).expect("report");
+    assert!(report.contains("Retrieved examples") && report.contains("tokens in"));
+
+    // A threshold above every score: the hits are recorded as left out, nothing is shown.
+    let none = config("none.toml", 1.0);
+    let strict = dir.path().join("strict");
+    let r = run(&strict, &["--rag-index", index.to_str().expect("utf-8"), "--config", none.to_str().expect("utf-8")]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let events = trace(&strict);
+    let left_out: Vec<&Value> = events.iter().filter(|e| e["event"] == "retrieved").collect();
+    assert!(!left_out.is_empty());
+    assert!(left_out.iter().all(|e| e["hits"].as_array().is_some_and(Vec::is_empty)
+        && e["below_threshold"].as_array().is_some_and(|h| h.len() == 3)
+        && e["tokens"] == 0));
+    assert!(
+        events
+            .iter()
+            .filter(|e| e["event"] == "call")
+            .all(|c| !c["request"]["text"].as_str().unwrap_or("").contains("Similar modeling steps"))
+    );
+    assert!(std::fs::read_to_string(strict.join("report.html")).expect("report").contains("below the threshold"));
 
     let without = dir.path().join("without");
     let r = run(&without, &["--rag-index", index.to_str().expect("utf-8"), "--no-rag"]);
@@ -139,7 +176,7 @@ fn retrieval_from_the_command_line_and_in_the_loop() {
     let original = std::fs::read_to_string(&part_json).expect("part.json");
     std::fs::write(&part_json, format!("{original}\n")).expect("touch");
     let changed = dir.path().join("changed");
-    let r = run(&changed, &["--rag-index", index.to_str().expect("utf-8")]);
+    let r = run(&changed, &["--rag-index", index.to_str().expect("utf-8"), "--config", all.to_str().expect("utf-8")]);
     assert!(!r.status.success());
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(err.contains("changed after the index was built"), "{err}");
@@ -156,7 +193,8 @@ fn retrieval_from_the_command_line_and_in_the_loop() {
     let val_id = val_part.file_name().expect("name").to_string_lossy().into_owned();
     // With RAG on: the index holds the train split, the export is of the validation split.
     let config = dir.path().join("rag.toml");
-    std::fs::write(&config, format!("rag_index = {:?}\n", index.to_str().expect("utf-8"))).expect("config");
+    let toml = format!("rag_index = {:?}\nrag_min_score = -1.0\n", index.to_str().expect("utf-8"));
+    std::fs::write(&config, toml).expect("config");
     let export = dir.path().join("export/stage1.jsonl");
     let e = vision2cad(&[
         "gerd",
@@ -189,8 +227,8 @@ fn retrieval_from_the_command_line_and_in_the_loop() {
         val_part.to_str().expect("utf-8"),
         "--out",
         own.to_str().expect("utf-8"),
-        "--rag-index",
-        index.to_str().expect("utf-8"),
+        "--config",
+        config.to_str().expect("utf-8"),
     ]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let sent: Vec<String> = trace(&own)
@@ -299,4 +337,61 @@ fn retrieval_from_the_command_line_and_in_the_loop() {
     assert_eq!(hits["hits"][0]["part"], record.id.as_str(), "its own image and the empty state find it");
     let err = RetrievalIndex::load(&http_index, &Builtin.id()).expect_err("another embedder").to_string();
     assert!(err.contains("http:mock-embed"), "{err}");
+}
+
+/// The default index: `gerd default-index` builds it once in `VISION2CAD_RAG_HOME` (from
+/// generated parts of its own seed), `reconstruct` uses it when no index is named, and
+/// `--no-rag` or `--rag-index` override it; without it the run says how to build it.
+#[test]
+fn the_default_index_is_built_once_and_used_unless_told_otherwise() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("rag-home");
+    let with_home =
+        |args: &[&str]| common::command().env("VISION2CAD_RAG_HOME", &home).args(args).output().expect("runs");
+    let image = repo_root().join("assets/examples/plate_counterbore.png");
+    let gt = repo_root().join("assets/programs/plate_counterbore.json");
+    let reconstruct = |out: &str, extra: &[&str]| {
+        let out = dir.path().join(out);
+        let mut args = vec!["reconstruct", image.to_str().expect("utf-8"), "--gt", gt.to_str().expect("utf-8")];
+        args.extend_from_slice(&["--out", out.to_str().expect("utf-8")]);
+        args.extend_from_slice(extra);
+        (with_home(&args), out)
+    };
+
+    // Not built yet: RAG is off, and the note says how to build it.
+    let (r, out) = reconstruct("before", &[]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("vision2cad gerd default-index") && err.contains("rag-home"), "{err}");
+    assert!(trace(&out).iter().any(|e| e["event"] == "rag" && e["on"] == false));
+
+    let built = with_home(&["gerd", "default-index", "--count", "8", "--workers", "2"]);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let index = home.join("index");
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(index.join("index.json")).expect("index.json")).expect("json");
+    assert_eq!(meta["dataset"]["parts"], 8);
+    let parts: Vec<&str> =
+        meta["dataset"]["part_digests"].as_object().expect("digests").keys().map(|k| k.as_str()).collect();
+    assert!(parts.iter().all(|p| p.starts_with("gen-1000-")), "the default seed, no evaluated part: {parts:?}");
+    assert!(!home.join("index.partial").exists());
+    let again = with_home(&["gerd", "default-index", "--count", "8"]);
+    assert!(again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("is built"), "a second call leaves it be");
+
+    // Used when no index is named.
+    let (r, out) = reconstruct("default", &[]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(!String::from_utf8_lossy(&r.stderr).contains("RAG is off"));
+    let events = trace(&out);
+    let rag = events.iter().find(|e| e["event"] == "rag").expect("a rag event");
+    assert_eq!(rag["on"], true, "{rag}");
+    assert!(rag["reason"].as_str().is_some_and(|r| r.contains(index.to_str().expect("utf-8"))), "{rag}");
+    assert!(events.iter().any(|e| e["event"] == "retrieved"), "Stage 1 asked the default index");
+
+    // --no-rag: no index is read.
+    let (r, out) = reconstruct("no-rag", &["--no-rag"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let events = trace(&out);
+    assert!(!events.iter().any(|e| e["event"] == "retrieved" || e["event"] == "rag"));
 }

@@ -7,13 +7,13 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 
-use common::{binary, example_path, repo_root, trace};
+use common::{example_path, repo_root, trace};
 use serde_json::Value;
 
 /// Render a program's target image into `dir`.
 fn target_image(program: &Path, dir: &Path) -> PathBuf {
     let out = dir.join("target.png");
-    let status = Process::new(binary())
+    let status = common::command()
         .args(["render"])
         .arg(program)
         .args(["--view", "target", "--out"])
@@ -25,13 +25,13 @@ fn target_image(program: &Path, dir: &Path) -> PathBuf {
 }
 
 fn reconstruct(image: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
-    Process::new(binary()).arg("reconstruct").arg(image).arg("--out").arg(out).args(extra).output().expect("runs")
+    common::command().arg("reconstruct").arg(image).arg("--out").arg(out).args(extra).output().expect("runs")
 }
 
 /// IoU of a prediction against a ground truth under a protocol, from `vision2cad eval --json`.
 fn iou(pred: &Path, gt: &Path, protocol: &str) -> Option<f64> {
     let json = pred.with_extension(format!("{protocol}.eval.json"));
-    let out = Process::new(binary())
+    let out = common::command()
         .arg("eval")
         .arg("--pred")
         .arg(pred)
@@ -140,7 +140,7 @@ fn the_oracle_finds_slanted_faces_of_triangular_profiles() {
 #[test]
 fn the_oracle_rebuilds_generated_parts_of_every_family() {
     let data = tempfile::tempdir().expect("tempdir");
-    let generated = Process::new(binary())
+    let generated = common::command()
         .args(["gerd", "generate", "--count", "8", "--seed", "11", "--out"])
         .arg(data.path())
         .output()
@@ -398,7 +398,7 @@ fn resume_continues_from_the_accepted_program() {
     let first = reconstruct(&image, &out, &["--gt", gt, "--max-steps", "2"]);
     assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
     assert_eq!(outcome(&out)["finished"], false);
-    let resumed = Process::new(binary())
+    let resumed = common::command()
         .arg("reconstruct")
         .arg(&image)
         .arg("--resume")
@@ -908,13 +908,19 @@ fn the_fit_moves_a_noisy_drawing_onto_the_targets_lines_and_the_program_keeps_it
     let run = reconstruct(&image, &out, &args);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let events = trace(&out);
-    let kept: Vec<&Value> =
-        events.iter().filter(|e| e["event"] == "fit" && e["report"]["dropped"].is_null()).collect();
-    assert!(!kept.is_empty(), "a drawing 1% off is fitted: {:?}", events.iter().filter(|e| e["event"] == "fit").collect::<Vec<_>>());
+    let kept: Vec<&Value> = events.iter().filter(|e| e["event"] == "fit" && e["report"]["dropped"].is_null()).collect();
+    assert!(
+        !kept.is_empty(),
+        "a drawing 1% off is fitted: {:?}",
+        events.iter().filter(|e| e["event"] == "fit").collect::<Vec<_>>()
+    );
     for fit in &kept {
         let moved = &fit["report"]["moved"];
         assert!(moved["after_px"].as_f64() < moved["before_px"].as_f64(), "{fit}");
-        assert!(fit["report"]["points_moved"].as_u64() > Some(0) || !fit["report"]["changes"].as_array().expect("changes").is_empty());
+        assert!(
+            fit["report"]["points_moved"].as_u64() > Some(0)
+                || !fit["report"]["changes"].as_array().expect("changes").is_empty()
+        );
     }
     // The committed commands are the program's.
     let committed: Vec<Value> = events

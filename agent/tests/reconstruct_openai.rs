@@ -8,14 +8,14 @@ use std::path::Path;
 use std::process::Command as Process;
 use std::sync::Arc;
 
-use common::{binary, files_under, repo_root, trace};
+use common::{files_under, repo_root, trace};
 use serde_json::Value;
 use vision2cad::vlm::mock::{MockReply, MockServer};
 
 const KEY: &str = "sk-e2e-secret-9f8e7d6c5b4a";
 
 fn run(image: &Path, out: &Path, args: &[&str], key: Option<&str>) -> std::process::Output {
-    let mut cmd = Process::new(binary());
+    let mut cmd = common::command();
     cmd.arg("reconstruct").arg(image).arg("--out").arg(out).args(args);
     with_key(&mut cmd, key).output().expect("runs")
 }
@@ -176,7 +176,7 @@ fn a_server_that_keeps_failing_ends_the_run_with_a_recorded_error_and_the_files_
 /// `vision2cad run --vlm openai` over `dataset` into `out`, without a key unless given,
 /// with `options` for every part.
 fn batch(dataset: &Path, out: &Path, options: &[&str], key: Option<&str>) -> std::process::Output {
-    let mut cmd = Process::new(binary());
+    let mut cmd = common::command();
     cmd.args(["run", "--dataset"]).arg(dataset).arg("--out").arg(out).args(["--vlm", "openai", "--"]).args(options);
     with_key(&mut cmd, key).output().expect("runs")
 }

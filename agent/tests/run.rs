@@ -4,13 +4,12 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command as Process;
 
-use common::{assert_links_resolve, binary};
+use common::assert_links_resolve;
 use serde_json::Value;
 
 fn vision2cad(args: &[&str]) -> std::process::Output {
-    Process::new(binary()).args(args).output().expect("runs")
+    common::command().args(args).output().expect("runs")
 }
 
 fn results(run: &Path) -> Value {

@@ -5,13 +5,13 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command as Process, Output};
+use std::process::Output;
 
-use common::{binary, files_under};
+use common::files_under;
 use serde_json::Value;
 
 fn vision2cad(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Process::new(binary());
+    let mut cmd = common::command();
     cmd.args(args);
     // A scheduler's variables must come from the test only.
     for var in ["JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_COUNT"] {

@@ -5,13 +5,13 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command as Process, Output};
+use std::process::Output;
 
-use common::{binary, repo_root, trace};
+use common::{repo_root, trace};
 use serde_json::Value;
 
 fn vision2cad(args: &[&str]) -> Output {
-    Process::new(binary()).args(args).output().expect("runs")
+    common::command().args(args).output().expect("runs")
 }
 
 fn reconstruct(out: &Path, extra: &[&str]) -> Output {

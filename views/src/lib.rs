@@ -41,8 +41,8 @@ mod view;
 pub use camera::{Camera, ISOMETRIC, Projection, axes_on_screen};
 pub use glb::glb;
 pub use overlay::{
-    LINE_REACH, LineOverlap, ORIENTATION_BINS, Overlap, alignment, best_shift, distance_to, line_overlap, orientation_bin,
-    oriented_distances, profile, silhouette, silhouette_overlap,
+    LINE_REACH, LineOverlap, ORIENTATION_BINS, Overlap, alignment, best_shift, distance_to, line_overlap,
+    orientation_bin, oriented_distances, profile, silhouette, silhouette_overlap,
 };
 pub use raster::{IdBuffers, Style};
 pub use scene::{Material, NO_ENTITY, Scene};

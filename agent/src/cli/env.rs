@@ -12,6 +12,9 @@ pub const API_KEY: &str = "VISION2CAD_API_KEY";
 pub const BASE_URL: &str = "VISION2CAD_BASE_URL";
 /// The `/embeddings` server of an HTTP-embedder index; the model server's URL when unset.
 pub const EMBED_BASE_URL: &str = "VISION2CAD_EMBED_BASE_URL";
+/// The folder of the default retrieval index (`gerd default-index`); else
+/// `$XDG_DATA_HOME/vision2cad/rag`, else `~/.local/share/vision2cad/rag`.
+pub const RAG_HOME: &str = "VISION2CAD_RAG_HOME";
 /// Set by `run` for its jobs: `COUNT:DIR`, a limit on model requests in flight shared by
 /// every process given the same folder.
 pub const VLM_SLOTS: &str = "VISION2CAD_VLM_SLOTS";
@@ -38,6 +41,8 @@ pub const HELP: &str = "Environment:
                        [vlm] base_url of the config, else https://api.openai.com/v1
   VISION2CAD_EMBED_BASE_URL  the /embeddings server of an index built with --embedder http
                        (default: the model server's URL)
+  VISION2CAD_RAG_HOME  the folder of the default retrieval index (gerd default-index);
+                       default $XDG_DATA_HOME/vision2cad/rag or ~/.local/share/vision2cad/rag
   VISION2CAD_VLM_SLOTS COUNT:DIR, a limit on model requests in flight shared by processes
                        (set by `run` for its jobs from --vlm-concurrency)
   VISION2CAD_PROGRESS_SECONDS  seconds between plain progress lines when stderr is

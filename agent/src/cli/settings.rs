@@ -68,6 +68,10 @@ pub fn config(args: &ReconstructArgs) -> Result<Config> {
     ab.no_reg |= args.no_reg;
     ab.no_rag |= args.no_rag;
     ab.no_evf |= args.no_evf;
+    // The whole method by default: the default index when none is named (and it is built).
+    if config.rag_index.is_none() && !ab.no_rag {
+        config.rag_index = crate::cli::commands::default_index::existing();
+    }
     config.fit &= !args.no_fit;
     config.fit_steps = (config.fit_steps || args.fit_steps) && !args.no_fit;
     config.check()?;

@@ -221,8 +221,7 @@ pub fn fit_feature<E: From<BridgeError>>(
     let before = agreement(&ids, target);
     let camera = views::outline_camera(&scene, opts);
     let frame = session.plane_frame(&sketches[index].on)?;
-    let Some(proposal) =
-        sketch::propose(&sketches[index], &feature, &frame, &camera, &ids, before.shift, target)
+    let Some(proposal) = sketch::propose(&sketches[index], &feature, &frame, &camera, &ids, before.shift, target)
     else {
         return Ok(None);
     };
@@ -329,7 +328,15 @@ pub fn onto_axis(sketches: &[Sketch], command: &Command, reach: f64) -> Option<(
         [point[0] + t * d[0], point[1] + t * d[1]]
     };
     let mut sketch = sketches[index].clone();
-    let profile = |p: &Primitive| !matches!(p, Primitive::Line { construction: true, .. } | Primitive::Arc { construction: true, .. } | Primitive::CenterArc { construction: true, .. } | Primitive::Circle { construction: true, .. });
+    let profile = |p: &Primitive| {
+        !matches!(
+            p,
+            Primitive::Line { construction: true, .. }
+                | Primitive::Arc { construction: true, .. }
+                | Primitive::CenterArc { construction: true, .. }
+                | Primitive::Circle { construction: true, .. }
+        )
+    };
     let mut points: Vec<[f64; 2]> = Vec::new();
     for p in sketch.primitives.iter().filter(|p| profile(p)) {
         match *p {

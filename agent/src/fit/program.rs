@@ -18,7 +18,10 @@ use freecad_bridge::{BridgeError, Command, Program, Session};
 use serde::{Deserialize, Serialize};
 use views::{IdBuffers, Options, Scene};
 
-use super::{Agreement, FitReport, MIN_GAIN, MIN_MOVED_GAIN, TargetPixels, agreement, describe_changes, feature_of, moved_edges, sketch};
+use super::{
+    Agreement, FitReport, MIN_GAIN, MIN_MOVED_GAIN, TargetPixels, agreement, describe_changes, feature_of, moved_edges,
+    sketch,
+};
 
 /// What the fit at END did to one feature.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -79,7 +82,12 @@ struct Picture {
     camera: views::Camera,
 }
 
-fn picture(session: &mut Session, target: &TargetPixels, opts: &Options, deflection: f64) -> Result<Picture, BridgeError> {
+fn picture(
+    session: &mut Session,
+    target: &TargetPixels,
+    opts: &Options,
+    deflection: f64,
+) -> Result<Picture, BridgeError> {
     let tessellation = session.tessellate(deflection, 0.2)?;
     let scene = Scene::new(&tessellation, session.state());
     let ids = views::outline(&scene, opts);
@@ -184,11 +192,18 @@ pub fn fit_program(
             match built {
                 Ok(()) => {
                     let after = picture(session, target, opts, deflection)?;
-                    let moved = moved_edges((&before.ids, before.agreement.shift), (&after.ids, after.agreement.shift), target);
+                    let moved =
+                        moved_edges((&before.ids, before.agreement.shift), (&after.ids, after.agreement.shift), target);
                     report.moved = Some(moved);
                     if moved.closer_by() >= MIN_MOVED_GAIN && after.agreement.cost() <= before.agreement.cost() {
                         report.after = after.agreement;
-                        describe_changes(&mut report, drawn, &proposal.sketch, &current.commands[k], &candidate.commands[k]);
+                        describe_changes(
+                            &mut report,
+                            drawn,
+                            &proposal.sketch,
+                            &current.commands[k],
+                            &candidate.commands[k],
+                        );
                         current = solved;
                     } else {
                         report.dropped = Some(format!(

@@ -122,7 +122,8 @@ impl Model<'_> {
             Motion::Extrude { depth } => p + normal * (place * depth * n.depth_scale),
             Motion::Revolve { point, direction } => {
                 let origin = Vector3::from(self.frame.to_global(point[0], point[1]));
-                let axis = Vector3::from(self.frame.x_axis) * direction[0] + Vector3::from(self.frame.y_axis) * direction[1];
+                let axis =
+                    Vector3::from(self.frame.x_axis) * direction[0] + Vector3::from(self.frame.y_axis) * direction[1];
                 let axis = axis.try_normalize(1e-12)?;
                 let rel = p - origin;
                 // Rodrigues' rotation of the point about the axis.
@@ -154,7 +155,10 @@ fn line_distance(target: &TargetPixels, bin: usize, x: f64, y: f64) -> f64 {
     let (fx, fy) = (x - x0, y - y0);
     let field = &target.oriented[bin];
     let at = |dx: usize, dy: usize| f64::from(field[(y0 as usize + dy) * size + x0 as usize + dx]);
-    let d = at(0, 0) * (1.0 - fx) * (1.0 - fy) + at(1, 0) * fx * (1.0 - fy) + at(0, 1) * (1.0 - fx) * fy + at(1, 1) * fx * fy;
+    let d = at(0, 0) * (1.0 - fx) * (1.0 - fy)
+        + at(1, 0) * fx * (1.0 - fy)
+        + at(0, 1) * (1.0 - fx) * fy
+        + at(1, 1) * fx * fy;
     d.min(EDGE_CAP)
 }
 
@@ -183,7 +187,11 @@ pub enum Feature {
     Extrude(Extrude),
     /// A revolve about the sketch's own axis or line: the axis (a point and a direction,
     /// sketch coordinates) and the angle in degrees. The angle is not fitted.
-    Revolve { point: [f64; 2], direction: [f64; 2], angle: f64 },
+    Revolve {
+        point: [f64; 2],
+        direction: [f64; 2],
+        angle: f64,
+    },
 }
 
 /// Fit `sketch` (as executed, on `frame`) and, for an extrusion, its depth, to the target,
@@ -203,7 +211,8 @@ pub fn propose(
     let (motion, copies, spans) = match feature {
         Feature::Extrude(extrude) => {
             let copies = offsets(&extrude.extent);
-            let spans = copies.iter().enumerate().flat_map(|(i, &a)| copies[i + 1..].iter().map(move |&b| (a, b))).collect();
+            let spans =
+                copies.iter().enumerate().flat_map(|(i, &a)| copies[i + 1..].iter().map(move |&b| (a, b))).collect();
             (Motion::Extrude { depth: depth_of(&extrude.extent).unwrap_or(0.0) }, copies, spans)
         }
         Feature::Revolve { point, direction, angle } => {
@@ -226,9 +235,9 @@ pub fn propose(
         let total: f64 = samples
             .iter()
             .map(|c| {
-                model.sample_pixel(n, &c.sample).map_or(EDGE_CAP, |(x, y)| {
-                    line_distance(target, c.bin, x + shift[0] as f64, y + shift[1] as f64)
-                })
+                model
+                    .sample_pixel(n, &c.sample)
+                    .map_or(EDGE_CAP, |(x, y)| line_distance(target, c.bin, x + shift[0] as f64, y + shift[1] as f64))
             })
             .sum();
         total / samples.len() as f64
@@ -236,8 +245,8 @@ pub fn propose(
     let before_px = cost(&numbers);
     let px_per_unit = pixels_per_unit(camera);
     let reach = POINT_REACH_PX / px_per_unit;
-    let fits_depth = matches!(motion, Motion::Extrude { depth } if depth > 0.0)
-        && samples.iter().any(|c| !is_on_plane(&c.sample));
+    let fits_depth =
+        matches!(motion, Motion::Extrude { depth } if depth > 0.0) && samples.iter().any(|c| !is_on_plane(&c.sample));
     let (best, after_px) = search(&numbers, &cost, reach, px_per_unit, fits_depth);
     let mut fitted = sketch.clone();
     apply(&mut fitted, &best);
@@ -303,7 +312,13 @@ impl Coordinate {
 /// fit may change, which is more likely another feature's line than the model's mistake (on
 /// test100, an exact first feature of a part, whose later features change what the target
 /// shows, had a radius pulled 8 px).
-fn search(start: &Numbers, cost: &dyn Fn(&Numbers) -> f64, reach: f64, px_per_unit: f64, depth: bool) -> (Numbers, f64) {
+fn search(
+    start: &Numbers,
+    cost: &dyn Fn(&Numbers) -> f64,
+    reach: f64,
+    px_per_unit: f64,
+    depth: bool,
+) -> (Numbers, f64) {
     let mut coordinates: Vec<Coordinate> = Vec::new();
     coordinates.extend((0..start.points.len()).flat_map(|i| [Coordinate::Point(i, 0), Coordinate::Point(i, 1)]));
     coordinates.extend((0..start.radii.len()).map(Coordinate::Radius));
@@ -399,11 +414,9 @@ fn numbers_of(sketch: &Sketch) -> (Numbers, Vec<(usize, Shape)>) {
             Primitive::Line { start, end, construction: false } => {
                 Shape::Line { a: point(&mut numbers, start), b: point(&mut numbers, end) }
             }
-            Primitive::Arc { start, mid, end, construction: false } => Shape::Arc {
-                a: point(&mut numbers, start),
-                m: point(&mut numbers, mid),
-                b: point(&mut numbers, end),
-            },
+            Primitive::Arc { start, mid, end, construction: false } => {
+                Shape::Arc { a: point(&mut numbers, start), m: point(&mut numbers, mid), b: point(&mut numbers, end) }
+            }
             Primitive::CenterArc { center, radius, start_angle, end_angle, construction: false } => {
                 numbers.radii.push(radius);
                 Shape::CenterArc {
@@ -593,15 +606,7 @@ mod tests {
 
     /// A camera on the isometric direction, 3 px per mm, looking at the origin.
     fn camera() -> Camera {
-        views::Camera::framing(
-            Point3::origin(),
-            50.0,
-            Vector3::from(views::ISOMETRIC),
-            false,
-            SIZE,
-            SIZE,
-            1.0,
-        )
+        views::Camera::framing(Point3::origin(), 50.0, Vector3::from(views::ISOMETRIC), false, SIZE, SIZE, 1.0)
     }
 
     fn xy() -> Frame {
@@ -700,7 +705,8 @@ mod tests {
                 ] {
                     for k in 0..=400 {
                         let t = k as f64 / 400.0;
-                        let r = Point3::new(p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1]), p[2] + t * (q[2] - p[2]));
+                        let r =
+                            Point3::new(p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1]), p[2] + t * (q[2] - p[2]));
                         let (x, y, _) = camera.project(&r).expect("in front");
                         mask[(y.floor() as i64 * SIZE as i64 + x.floor() as i64) as usize] = true;
                     }
@@ -709,9 +715,16 @@ mod tests {
             mask
         };
         let target = TargetPixels::new(SIZE, tall.clone(), &tall);
-        let proposal =
-            propose(&rectangle("S1", TRUE), &Feature::Extrude(pad(10.0)), &xy(), &camera, &ids_of(&plate), [0, 0], &target)
-                .expect("scored");
+        let proposal = propose(
+            &rectangle("S1", TRUE),
+            &Feature::Extrude(pad(10.0)),
+            &xy(),
+            &camera,
+            &ids_of(&plate),
+            [0, 0],
+            &target,
+        )
+        .expect("scored");
         assert!(!super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
         let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
         assert!((depth_of(&e.extent).expect("depth") - 10.0).abs() < 0.4, "the plate stays 10 mm: {:?}", e.extent);

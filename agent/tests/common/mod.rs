@@ -10,6 +10,15 @@ pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_vision2cad")
 }
 
+/// The vision2cad binary as a command with no default retrieval index: a test must not
+/// depend on whether this machine has built one (`gerd default-index`, run by set-up). A
+/// test of the default index points `VISION2CAD_RAG_HOME` somewhere of its own.
+pub fn command() -> std::process::Command {
+    let mut command = std::process::Command::new(binary());
+    command.env("VISION2CAD_RAG_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-default-index"));
+    command
+}
+
 pub fn config() -> WorkerConfig {
     WorkerConfig::new(binary()).with_call_timeout(Duration::from_secs(120))
 }

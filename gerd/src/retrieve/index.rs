@@ -118,6 +118,10 @@ pub struct Example {
     pub entry: Entry,
     /// The tagged view before the step, when the model was not empty.
     pub image: Option<PathBuf>,
+    /// The model before the step, and the commands that made it: what Stage 1 compares with
+    /// the current model to say why the example is shown.
+    pub before: freecad_bridge::ModelState,
+    pub history: Vec<Command>,
 }
 
 pub struct RetrievalIndex {
@@ -486,8 +490,14 @@ impl RetrievalIndex {
                 self.meta.dataset.version.get(..12).unwrap_or(&self.meta.dataset.version)
             )));
         }
+        let record = read_part(&dir)?;
+        let step = record.steps.get(entry.step).filter(|s| s.before < record.states.len()).ok_or_else(|| {
+            err(format!("{}: step {} is not in the record; rebuild the index", path.display(), entry.step))
+        })?;
+        let before = record.states[step.before].clone();
+        let history = record.program.commands.iter().take(step.index).cloned().collect();
         let image = entry.tagged_view.as_ref().map(|v| root.join(v));
-        Ok(Example { hit: hit.clone(), entry, image })
+        Ok(Example { hit: hit.clone(), entry, image, before, history })
     }
 }
 

@@ -34,6 +34,10 @@ pub enum GerdCommand {
     Index(IndexArgs),
     /// Query a retrieval index with a target image (and a state): the most similar steps.
     Query(QueryArgs),
+    /// Build the default retrieval index (set-up does): generated parts and DeepCAD JSON
+    /// that no evaluation uses. `reconstruct` and `run` retrieve from it unless --no-rag or
+    /// --rag-index.
+    DefaultIndex(crate::cli::commands::default_index::DefaultIndexArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -225,6 +229,7 @@ pub fn run(args: &GerdArgs) -> Result<ExitCode> {
         GerdCommand::Export(a) => export(a),
         GerdCommand::Index(a) => index(a),
         GerdCommand::Query(a) => query(a),
+        GerdCommand::DefaultIndex(a) => crate::cli::commands::default_index::run(a),
     }
 }
 
@@ -253,10 +258,14 @@ fn split_of(index: usize, sizes: [usize; 3]) -> Split {
 }
 
 fn generate(args: &GenerateArgs) -> Result<ExitCode> {
+    generate_shard(args, args.shard.resolve()?)
+}
+
+/// `gerd generate` for one shard (`None`: every part, and the dataset's index written).
+pub(crate) fn generate_shard(args: &GenerateArgs, shard: Option<crate::cli::shard::Shard>) -> Result<ExitCode> {
     let sizes = split_sizes(args.count, &args.split)?;
     std::fs::create_dir_all(args.out.join(gerd::record::PARTS_DIR))
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let shard = args.shard.resolve()?;
     let id_of = |i: usize| format!("gen-{}-{i:05}", args.seed);
     let mine: Vec<usize> = (0..args.count).filter(|&i| shard.is_none_or(|s| s.holds(&id_of(i)))).collect();
     // Resume: parts whose record reads back are done.
@@ -712,7 +721,7 @@ pub fn embedder_for_index(
 }
 
 /// `gerd import deepcad PATH`: every file, in parallel, resumable, with a report.
-fn import_deepcad_files(
+pub(crate) fn import_deepcad_files(
     path: &std::path::Path,
     out: &std::path::Path,
     workers: usize,

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod compare;
+pub mod default_index;
 pub mod eval;
 pub mod exec;
 pub mod gerd;

@@ -54,7 +54,8 @@ pub struct ReconstructArgs {
     /// Prompt templates to use instead of the built-in ones (see prompts/README.md).
     #[arg(long)]
     pub prompts: Option<PathBuf>,
-    /// The GERD-RET index for Stage 1's examples (`vision2cad gerd index`).
+    /// The GERD-RET index for Stage 1's examples (`vision2cad gerd index`); default: the
+    /// default index (`vision2cad gerd default-index`, built by set-up) when it is built.
     #[arg(long, value_name = "INDEX")]
     pub rag_index: Option<PathBuf>,
     /// Accepted steps before the loop stops (default 25).
@@ -72,7 +73,7 @@ pub struct ReconstructArgs {
     /// No registration and no sphere S_t.
     #[arg(long)]
     pub no_reg: bool,
-    /// No retrieved examples in Stage 1 (the index, if given, is not read).
+    /// No retrieved examples in Stage 1 (no index is read, the default one neither).
     #[arg(long)]
     pub no_rag: bool,
     /// No Stage 3: candidates are committed unverified.
@@ -165,7 +166,7 @@ pub fn run(args: &ReconstructArgs) -> Result<ExitCode> {
         .run(&args.image, &out, vlm.as_mut(), &mut session)
         .with_context(|| format!("reconstruction of {} failed", args.image.display()))?;
     if config.rag_index.is_none() && !config.ablations.no_rag {
-        eprintln!("note: RAG is off, no retrieval index was given (--rag-index INDEX; --no-rag to say so)");
+        eprintln!("note: {}", crate::cli::commands::default_index::missing_note());
     }
     let u = &outcome.usage;
     let cost = u.cost.map(|c| format!(", cost {c:.4}")).unwrap_or_default();

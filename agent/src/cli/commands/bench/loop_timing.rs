@@ -43,11 +43,7 @@ pub fn run(args: &LoopBench) -> Result<ExitCode> {
     let mut reconstruction = Reconstruction::new(Config { fit: false, ..Config::default() })?;
     let (mut steps, mut reference) = (Vec::<Timing>::new(), Vec::<f64>::new());
     let mut model_seconds = 0.0;
-    let mut fitted = if args.fit {
-        Some(Reconstruction::new(Config::default())?)
-    } else {
-        None
-    };
+    let mut fitted = if args.fit { Some(Reconstruction::new(Config::default())?) } else { None };
     let (mut parts, mut fit_steps, mut fit_parts) = (Vec::<f64>::new(), Vec::<f64>::new(), Vec::<f64>::new());
     for (k, path) in paths.iter().enumerate() {
         let program = read_program(path)?;
@@ -75,7 +71,12 @@ pub fn run(args: &LoopBench) -> Result<ExitCode> {
                 let out = scratch.path().join(format!("{k}-{r}-fit"));
                 let mut oracle = Oracle::new(truth.clone());
                 let outcome = fitted.run(&image, &out, &mut oracle, &mut session)?;
-                anyhow::ensure!(outcome.finished, "{}: the oracle did not finish with the fit: {}", path.display(), outcome.stop);
+                anyhow::ensure!(
+                    outcome.finished,
+                    "{}: the oracle did not finish with the fit: {}",
+                    path.display(),
+                    outcome.stop
+                );
                 fit_steps.extend(outcome.step_timing.iter().map(Timing::harness));
                 fit_parts.push(outcome.timing.harness());
             }
@@ -107,7 +108,12 @@ pub fn run(args: &LoopBench) -> Result<ExitCode> {
         let (step, whole) = (median(fit_steps.clone()), median(fit_parts.clone()));
         println!("with the fit at END (the default; the oracle's exact programs are fitted and left as built):");
         println!("{:<52} {:>10.1} {:>10.2}", "harness total per part, without the fit", part * 1e3, 1.0);
-        println!("{:<52} {:>10.1} {:>10.2}", "harness total per part, with the fit (and at END)", whole * 1e3, whole / part);
+        println!(
+            "{:<52} {:>10.1} {:>10.2}",
+            "harness total per part, with the fit (and at END)",
+            whole * 1e3,
+            whole / part
+        );
         // The fit at END runs after the last step: per step the two runs differ only by noise.
         json!({"harness_per_step": step, "harness_per_part": whole, "harness_per_part_without": part})
     });

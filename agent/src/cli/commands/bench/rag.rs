@@ -24,8 +24,15 @@ use crate::cli::files::write_atomic;
 #[derive(Debug, clap::Args)]
 pub struct RagBench {
     /// A GERD dataset with train and validation splits (`gerd generate --split 2500,100,100`).
-    #[arg(long)]
-    pub dataset: PathBuf,
+    #[arg(long, required_unless_present = "index")]
+    pub dataset: Option<PathBuf>,
+    /// Instead: an existing index (e.g. the default one) and `--queries-from`: how often the
+    /// top hit does what the true next step does, by score band (the threshold's evidence).
+    #[arg(long, requires = "queries_from", conflicts_with = "dataset")]
+    pub index: Option<PathBuf>,
+    /// A GERD dataset whose every part (any split) is a query for `--index`.
+    #[arg(long, requires = "index")]
+    pub queries_from: Option<PathBuf>,
     /// Queries (validation targets paired with validation states).
     #[arg(long, default_value_t = 1000)]
     pub queries: usize,
@@ -52,22 +59,28 @@ struct ValStep {
 }
 
 fn validation_steps(dataset: &Path, embedder: &mut Builtin) -> Result<Vec<ValStep>> {
+    query_steps(dataset, Some(Split::Val), embedder)
+}
+
+/// Every operation step of the parts of `split` (all parts when `None`) as a query: the
+/// part's target image, the state before the step, the step's operation.
+fn query_steps(dataset: &Path, split: Option<Split>, embedder: &mut Builtin) -> Result<Vec<ValStep>> {
     let mut out = Vec::new();
     for dir in part_dirs(dataset)? {
         let record = read_part(&dir)?;
-        if record.split != Split::Val {
+        if split.is_some_and(|s| record.split != s) {
             continue;
         }
         let target = image::open(dir.join(&record.files.target))?.to_rgb8();
         let image = embedder.embed_image(&target).map_err(anyhow::Error::msg)?;
-        for step in record.steps.iter().filter(|s| !matches!(s.command, Command::Sketch(_))) {
+        for step in record.steps.iter().filter(|s| !matches!(s.command, Command::Sketch(_) | Command::Body(_))) {
             let state = embedder
                 .embed_state(&record.states[step.before], &record.program.commands[..step.index])
                 .map_err(anyhow::Error::msg)?;
             out.push(ValStep { image: image.clone(), state, op: operation_key(&step.command) });
         }
     }
-    anyhow::ensure!(!out.is_empty(), "{} has no validation parts", dataset.display());
+    anyhow::ensure!(!out.is_empty(), "{} has no parts with steps to query", dataset.display());
     Ok(out)
 }
 
@@ -100,12 +113,71 @@ fn measure(index: &RetrievalIndex, queries: &[Vec<f32>]) -> (f64, f64, f64, f64)
     (hnsw, diverse, exact, found as f64 / (3 * queries.len()) as f64)
 }
 
+/// Quality by score band: for every step of `queries`, the top hit of `index`; per band of
+/// its score, how often its operation is the true next step's, against always guessing the
+/// commonest operation of the queries. The threshold `rag_min_score` is read from this.
+fn quality_by_score(index_dir: &Path, queries: &Path, json: Option<&Path>) -> Result<ExitCode> {
+    let mut embedder = Builtin;
+    let index = RetrievalIndex::load(index_dir, &embedder.id())?;
+    let steps = query_steps(queries, None, &mut embedder)?;
+    let mut by_op = std::collections::BTreeMap::<&str, usize>::new();
+    steps.iter().for_each(|s| *by_op.entry(s.op).or_default() += 1);
+    let (common, common_n) = by_op.iter().max_by_key(|(_, n)| **n).map(|(o, n)| (*o, *n)).unwrap_or(("", 0));
+    let mut scored: Vec<(f32, bool)> = Vec::new();
+    for v in &steps {
+        let q = index.query_vector(v.image.clone(), v.state.clone())?;
+        if let Some(top) = index.search(&q, 1, EF_SEARCH).first() {
+            scored.push((top.score, index.entries()[top.entry].op == v.op));
+        }
+    }
+    let base = common_n as f64 / steps.len() as f64;
+    println!(
+        "top hits of {} for the {} steps of {}: always guessing `{common}` is right {:.1}% of the time",
+        index_dir.display(),
+        steps.len(),
+        queries.display(),
+        base * 100.0
+    );
+    println!("| score | steps | top hit's operation right | at or above: steps | right |");
+    println!("|---|---|---|---|---|");
+    let mut bands = Vec::new();
+    const BAND: f32 = 0.025;
+    for band in (0..40).rev() {
+        let (lo, hi) = (band as f32 * BAND, (band + 1) as f32 * BAND);
+        let band: Vec<bool> = scored.iter().filter(|(s, _)| *s >= lo && *s < hi).map(|(_, r)| *r).collect();
+        let above: Vec<bool> = scored.iter().filter(|(s, _)| *s >= lo).map(|(_, r)| *r).collect();
+        if band.is_empty() {
+            continue;
+        }
+        let rate = |v: &[bool]| v.iter().filter(|r| **r).count() as f64 / v.len() as f64;
+        println!(
+            "| {lo:.3}-{hi:.3} | {} | {:.1}% | {} | {:.1}% |",
+            band.len(),
+            rate(&band) * 100.0,
+            above.len(),
+            rate(&above) * 100.0
+        );
+        bands.push(json!({"from": lo, "to": hi, "steps": band.len(), "right": rate(&band),
+            "at_or_above": above.len(), "right_at_or_above": rate(&above)}));
+    }
+    if let Some(path) = json {
+        let report = json!({"index": index_dir, "queries": queries, "steps": steps.len(),
+            "commonest": common, "commonest_share": base, "bands": bands});
+        write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(args: &RagBench) -> Result<ExitCode> {
+    if let (Some(index), Some(queries)) = (&args.index, &args.queries_from) {
+        return quality_by_score(index, queries, args.json.as_deref());
+    }
+    let dataset = args.dataset.as_deref().context("give --dataset, or --index with --queries-from")?;
     let mut embedder = Builtin;
     let scratch = tempfile::tempdir().context("cannot create a scratch directory")?;
-    eprintln!("building the index over {} (train split)...", args.dataset.display());
+    eprintln!("building the index over {} (train split)...", dataset.display());
     let started = Instant::now();
-    let index = RetrievalIndex::build(&args.dataset, Split::Train, &mut embedder, 0.6, |_, _| {})?;
+    let index = RetrievalIndex::build(dataset, Split::Train, &mut embedder, 0.6, |_, _| {})?;
     let build_seconds = started.elapsed().as_secs_f64();
     index.save(scratch.path())?;
     drop(index);
@@ -123,7 +195,7 @@ pub fn run(args: &RagBench) -> Result<ExitCode> {
     let graph_seconds = started.elapsed().as_secs_f64();
     drop(_graph_only);
 
-    let val = validation_steps(&args.dataset, &mut embedder)?;
+    let val = validation_steps(dataset, &mut embedder)?;
     // The queries: every validation step, then validation targets paired with the states of
     // other validation steps, until there are enough.
     let mut queries: Vec<Vec<f32>> = Vec::new();
@@ -150,7 +222,7 @@ pub fn run(args: &RagBench) -> Result<ExitCode> {
     }
     let (top1, random) = (same as f64 / val.len() as f64, chance / val.len() as f64);
 
-    println!("GERD-RET on {}: {parts} train parts, {steps} steps; {} queries", args.dataset.display(), queries.len());
+    println!("GERD-RET on {}: {parts} train parts, {steps} steps; {} queries", dataset.display(), queries.len());
     println!(
         "  build (read, embed, graph): {build_seconds:.2} s; graph alone {graph_seconds:.2} s; load {load_seconds:.3} s"
     );
