@@ -205,6 +205,61 @@ pub fn added_tokens(text: &str, examples: &[Example]) -> usize {
 mod tests {
     use super::*;
 
+    fn state(kinds: &[&str]) -> ModelState {
+        let mut state = ModelState::empty();
+        state.empty = kinds.is_empty();
+        state.faces = kinds
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                serde_json::from_value(serde_json::json!({"id": format!("F{}", i + 1), "kind": k, "area": 1.0,
+                    "centroid": [0.0, 0.0, 0.0], "edges": []}))
+                .unwrap()
+            })
+            .collect();
+        state
+    }
+
+    fn example(before: ModelState, history: Vec<Command>) -> Example {
+        let command: Command = serde_json::from_value(serde_json::json!(
+            {"op": "extrude", "profile": "S2", "mode": "cut", "extent": {"type": "through_all"}}))
+        .unwrap();
+        let hit = Hit { part: "p".into(), step: 3, score: 0.93, image_score: 0.91, state_score: 0.96, entry: 0 };
+        let entry = gerd::retrieve::Entry {
+            part: "p".into(),
+            step: 3,
+            source: "test".into(),
+            op: "extrude_cut".into(),
+            command,
+            sketches: Vec::new(),
+            description: "extrude cut".into(),
+            tagged_view: None,
+        };
+        Example { hit, entry, image: None, before, history }
+    }
+
+    #[test]
+    fn an_example_says_what_it_shares_with_the_current_model() {
+        let pad: Command = serde_json::from_value(serde_json::json!(
+            {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": 5}}))
+        .unwrap();
+        let box_faces = ["plane"; 6];
+        let history = vec![pad.clone()];
+        let same = example(state(&box_faces), history.clone());
+        let text = why(&same, &state(&box_faces), &history);
+        assert_eq!(
+            text,
+            "its part looks like the target (image similarity 0.91), its model before the step is like yours \
+             (state similarity 0.96), the same operations so far (1 extrude_add) and the same faces (6 planar)"
+        );
+        // A cylinder among the current model's faces: only the kind they share is named.
+        let mut faces = box_faces.to_vec();
+        faces.push("cylinder");
+        let text = why(&same, &state(&faces), &[pad.clone(), pad]);
+        assert!(text.ends_with("and faces of the same kinds (planar)"), "{text}");
+        assert!(!text.contains("same operations"), "{text}");
+    }
+
     #[test]
     fn image_tokens_count_tiles_as_the_vision_apis_do() {
         let dir = tempfile::tempdir().unwrap();

@@ -389,6 +389,19 @@ fn the_default_index_is_built_once_and_used_unless_told_otherwise() {
     assert!(rag["reason"].as_str().is_some_and(|r| r.contains(index.to_str().expect("utf-8"))), "{rag}");
     assert!(events.iter().any(|e| e["event"] == "retrieved"), "Stage 1 asked the default index");
 
+    // A run over parts the index holds is refused before any part runs.
+    let dataset = home.join("dataset");
+    let leak = with_home(
+        &["run", "--dataset", dataset.to_str().expect("utf-8"), "--split", "train", "--limit", "1"]
+            .iter()
+            .copied()
+            .chain(["--out", dir.path().join("leak").to_str().expect("utf-8")])
+            .collect::<Vec<_>>(),
+    );
+    assert!(!leak.status.success());
+    let err = String::from_utf8_lossy(&leak.stderr);
+    assert!(err.contains("holds gen-1000-00000, a part of this run"), "{err}");
+
     // --no-rag: no index is read.
     let (r, out) = reconstruct("no-rag", &["--no-rag"]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));

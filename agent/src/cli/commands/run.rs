@@ -413,6 +413,7 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>)
     let ids: Vec<String> = parts.iter().map(|p| runner::part_id(p)).collect();
     // What every part's `reconstruct` gets: the run's options, then the configuration's.
     let options: Vec<String> = args.reconstruct.iter().chain(extra).cloned().collect();
+    check_index_holds_none_of(&options, &ids)?;
     let settings = RunSettings {
         dataset: dataset.clone(),
         split: split.name().into(),
@@ -502,6 +503,44 @@ fn run_split(args: &RunArgs, out: &Path, extra: &[String], shard: Option<Shard>)
     write_atomic(&out.join("eval_edit10.json"), serde_json::to_string_pretty(&edit_report)?.as_bytes())?;
 
     write_results(out, &settings, &static_report, &edit_report, wall)
+}
+
+/// The retrieval index the parts' `reconstruct` will read with `options` (`--no-rag`,
+/// `--rag-index`, a `--config` file's keys, else the default index), when there is one.
+fn index_of(options: &[String]) -> Result<Option<PathBuf>> {
+    let value = |flag: &str| {
+        options.iter().enumerate().rev().find_map(|(i, o)| {
+            o.strip_prefix(&format!("{flag}="))
+                .map(str::to_owned)
+                .or_else(|| (o == flag).then(|| options.get(i + 1).cloned()).flatten())
+        })
+    };
+    let config = value("--config").map(|c| vision2cad::Config::from_file(c.as_ref())).transpose()?;
+    if options.iter().any(|o| o == "--no-rag") || config.as_ref().is_some_and(|c| c.ablations.no_rag) {
+        return Ok(None);
+    }
+    Ok(value("--rag-index")
+        .map(PathBuf::from)
+        .or_else(|| config.and_then(|c| c.rag_index))
+        .or_else(crate::cli::commands::default_index::existing))
+}
+
+/// A part retrieving its own steps would be shown its answer: refuse a run over parts the
+/// retrieval index holds.
+fn check_index_holds_none_of(options: &[String], ids: &[String]) -> Result<()> {
+    let Some(index) = index_of(options)? else { return Ok(()) };
+    let Ok(embedder) = gerd::retrieve::RetrievalIndex::embedder_of(&index) else {
+        return Ok(()); // reconstruct reports an unreadable index itself, with its reason
+    };
+    let held = gerd::retrieve::RetrievalIndex::load(&index, &embedder)?.meta.dataset.part_digests;
+    if let Some(id) = ids.iter().find(|id| held.contains_key(*id)) {
+        bail!(
+            "the retrieval index {} holds {id}, a part of this run: Stage 1 would be shown its own steps; \
+             run another split or dataset, or give --no-rag or another --rag-index after --",
+            index.display()
+        );
+    }
+    Ok(())
 }
 
 /// Before any part runs: the model server takes the key, answers and serves the model,
