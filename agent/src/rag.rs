@@ -109,7 +109,7 @@ pub fn prompt_text(examples: &[Example], first_image: usize, state: &ModelState,
             e.sketches.iter().map(|s| serde_json::json!({"name": s.name, "on": s.on})).collect();
         let answer = serde_json::json!({"sketches": sketches, "command": e.command});
         text.push_str(&format!(
-            "{}. {} (similarity {:.2}).{picture}\n   Shown because {}.\n   `{}`\n",
+            "{}. {} (similarity {:.2}).{picture}\n   Shown because: {}.\n   `{}`\n",
             n + 1,
             e.description,
             example.hit.score,
@@ -121,11 +121,13 @@ pub fn prompt_text(examples: &[Example], first_image: usize, state: &ModelState,
 }
 
 /// Why an example is shown: how alike the pictures and the models are, and what the two
-/// situations share (the operations so far, the kinds of faces).
+/// situations share (the operations so far, the kinds of faces) or where they differ, so a
+/// reader does not take a high state similarity for the same shape (the built-in state
+/// embedding scores a box and an L-section alike).
 pub fn why(example: &Example, state: &ModelState, history: &[Command]) -> String {
     let mut reasons = vec![
         format!("its part looks like the target (image similarity {:.2})", example.hit.image_score),
-        format!("its model before the step is like yours (state similarity {:.2})", example.hit.state_score),
+        format!("its model before the step scores {:.2} against yours", example.hit.state_score),
     ];
     let (theirs, ours) = (operations(&example.history), operations(history));
     if theirs == ours {
@@ -134,18 +136,23 @@ pub fn why(example: &Example, state: &ModelState, history: &[Command]) -> String
         } else {
             format!("the same operations so far ({})", counted(&ours))
         });
+    } else {
+        reasons.push(format!(
+            "other operations so far (its {}; yours {})",
+            counted_or_none(&theirs),
+            counted_or_none(&ours)
+        ));
     }
     let (their_faces, our_faces) = (face_kinds(&example.before), face_kinds(state));
-    if !ours.is_empty() && their_faces == our_faces {
-        reasons.push(format!("the same faces ({})", counted(&our_faces)));
-    } else if !our_faces.is_empty() {
-        let shared: Vec<&str> = our_faces.keys().filter(|k| their_faces.contains_key(*k)).copied().collect();
-        if !shared.is_empty() && shared.len() < our_faces.len().max(their_faces.len()) {
-            reasons.push(format!("faces of the same kinds ({})", shared.join(", ")));
-        }
+    if !our_faces.is_empty() || !their_faces.is_empty() {
+        reasons.push(if their_faces == our_faces {
+            format!("the same faces ({})", counted(&our_faces))
+        } else {
+            format!("other faces (its {}; yours {})", counted_or_none(&their_faces), counted_or_none(&our_faces))
+        });
     }
     let last = reasons.pop().unwrap_or_default();
-    if reasons.is_empty() { last } else { format!("{} and {last}", reasons.join(", ")) }
+    format!("{}; {last}", reasons.join("; "))
 }
 
 /// Operations (not sketches) by kind, counted.
@@ -175,6 +182,10 @@ fn face_kinds(state: &ModelState) -> BTreeMap<&'static str, usize> {
 
 fn counted(map: &BTreeMap<&str, usize>) -> String {
     map.iter().map(|(k, n)| format!("{n} {k}")).collect::<Vec<_>>().join(", ")
+}
+
+fn counted_or_none(map: &BTreeMap<&str, usize>) -> String {
+    if map.is_empty() { "none".into() } else { counted(map) }
 }
 
 /// Input tokens of one PNG image as the common vision APIs bill a high-detail image: 85,
@@ -239,7 +250,7 @@ mod tests {
     }
 
     #[test]
-    fn an_example_says_what_it_shares_with_the_current_model() {
+    fn an_example_says_what_it_shares_with_the_current_model_and_where_it_differs() {
         let pad: Command = serde_json::from_value(serde_json::json!(
             {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": 5}}))
         .unwrap();
@@ -249,15 +260,15 @@ mod tests {
         let text = why(&same, &state(&box_faces), &history);
         assert_eq!(
             text,
-            "its part looks like the target (image similarity 0.91), its model before the step is like yours \
-             (state similarity 0.96), the same operations so far (1 extrude_add) and the same faces (6 planar)"
+            "its part looks like the target (image similarity 0.91); its model before the step scores 0.96 \
+             against yours; the same operations so far (1 extrude_add); the same faces (6 planar)"
         );
-        // A cylinder among the current model's faces: only the kind they share is named.
-        let mut faces = box_faces.to_vec();
-        faces.push("cylinder");
-        let text = why(&same, &state(&faces), &[pad.clone(), pad]);
-        assert!(text.ends_with("and faces of the same kinds (planar)"), "{text}");
-        assert!(!text.contains("same operations"), "{text}");
+        // An L-section after two pads: the differences are named, not hidden by the score.
+        let l_faces = ["plane"; 8];
+        let text = why(&same, &state(&l_faces), &[pad.clone(), pad]);
+        assert!(text.ends_with("other operations so far (its 1 extrude_add; yours 2 extrude_add); other faces (its 6 planar; yours 8 planar)"), "{text}");
+        let first = example(ModelState::empty(), Vec::new());
+        assert!(why(&first, &ModelState::empty(), &[]).ends_with("both models are empty: it is a first feature"));
     }
 
     #[test]

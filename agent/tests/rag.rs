@@ -114,7 +114,7 @@ fn retrieval_from_the_command_line_and_in_the_loop() {
     assert_eq!(retrieved.len(), stage1.len(), "every Stage 1 call retrieves");
     assert!(retrieved.iter().all(|e| e["hits"].as_array().is_some_and(|h| h.len() == 3)));
     let texts: Vec<&str> = stage1.iter().filter_map(|c| c["request"]["text"].as_str()).collect();
-    assert!(texts.iter().all(|t| t.contains("Similar modeling steps") && t.matches("Shown because").count() == 3));
+    assert!(texts.iter().all(|t| t.contains("Similar modeling steps") && t.matches("Shown because: ").count() == 3));
     assert!(texts[0].contains("both models are empty: it is a first feature"), "{}", texts[0]);
     // After the first step the examples' views are among the images.
     let later = stage1.last().expect("a call");
