@@ -402,6 +402,31 @@ fn the_default_index_is_built_once_and_used_unless_told_otherwise() {
     let err = String::from_utf8_lossy(&leak.stderr);
     assert!(err.contains("holds gen-1000-00000, a part of this run"), "{err}");
 
+    // A run counts what retrieval added, per part and in all (every hit shown here: the
+    // eight-part index is too small for the threshold).
+    let data = common::generated_test_split(dir.path(), 1, 3);
+    let all = dir.path().join("all.toml");
+    std::fs::write(&all, "rag_min_score = -1.0\n").expect("config");
+    let run_out = dir.path().join("run");
+    let ran = with_home(&[
+        "run",
+        "--dataset",
+        data.to_str().expect("utf-8"),
+        "--out",
+        run_out.to_str().expect("utf-8"),
+        "--",
+        "--config",
+        all.to_str().expect("utf-8"),
+    ]);
+    assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
+    let results: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_out.join("results.json")).expect("results")).expect("json");
+    let total = results["tokens"]["retrieval"].as_u64().expect("retrieval tokens");
+    assert!(total > 0);
+    assert_eq!(results["per_part"][0]["retrieval_tokens"].as_u64(), Some(total));
+    let md = std::fs::read_to_string(run_out.join("results.md")).expect("results.md");
+    assert!(md.contains(&format!("Retrieved examples added about {total} input tokens")), "{md}");
+
     // --no-rag: no index is read.
     let (r, out) = reconstruct("no-rag", &["--no-rag"]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));

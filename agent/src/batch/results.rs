@@ -68,6 +68,10 @@ pub struct Item {
     pub steps: usize,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Input tokens Stage 1's retrieved examples added (estimated; part of `input_tokens`
+    /// where the server counts tokens).
+    #[serde(default)]
+    pub retrieval_tokens: u64,
     pub cost: Option<f64>,
 }
 
@@ -82,6 +86,7 @@ impl Item {
             steps: 0,
             input_tokens: 0,
             output_tokens: 0,
+            retrieval_tokens: 0,
             cost: None,
         }
     }
@@ -164,6 +169,9 @@ impl ProtocolSummary {
 pub struct Tokens {
     pub input: u64,
     pub output: u64,
+    /// What retrieval added to `input` (estimated).
+    #[serde(default)]
+    pub retrieval: u64,
 }
 
 /// One part's score under one protocol.
@@ -192,6 +200,8 @@ pub struct PartResult {
     pub seconds: f64,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    #[serde(default)]
+    pub retrieval_tokens: u64,
     pub cost: Option<f64>,
     #[serde(rename = "static")]
     pub static_: Option<PartScore>,
@@ -209,6 +219,7 @@ impl From<&Item> for PartResult {
             seconds: item.seconds,
             input_tokens: item.input_tokens,
             output_tokens: item.output_tokens,
+            retrieval_tokens: item.retrieval_tokens,
             cost: item.cost,
             static_: None,
             edit10: None,
@@ -253,6 +264,7 @@ impl RunResults {
             tokens: Tokens {
                 input: items.iter().map(|i| i.input_tokens).sum(),
                 output: items.iter().map(|i| i.output_tokens).sum(),
+                retrieval: items.iter().map(|i| i.retrieval_tokens).sum(),
             },
             cost: (!costs.is_empty()).then(|| costs.iter().sum()),
             seconds_per_part: items.iter().map(|i| i.seconds).sum::<f64>() / items.len().max(1) as f64,
@@ -304,10 +316,25 @@ impl RunResults {
         }
         let cost = self.cost.map_or("no price configured".into(), |c| format!("{c:.4}"));
         t.push_str(&format!(
-            "\nTokens {} in, {} out; cost {cost}; {:.1} s per part.\n",
-            self.tokens.input, self.tokens.output, self.seconds_per_part
+            "\nTokens {} in, {} out; cost {cost}; {:.1} s per part.{}\n",
+            self.tokens.input,
+            self.tokens.output,
+            self.seconds_per_part,
+            self.retrieval_text()
         ));
         t
+    }
+
+    /// ` Retrieved examples added about N input tokens (M per part).` when they added any.
+    pub fn retrieval_text(&self) -> String {
+        if self.tokens.retrieval == 0 {
+            return String::new();
+        }
+        format!(
+            " Retrieved examples added about {} input tokens ({:.0} per part, estimated).",
+            self.tokens.retrieval,
+            self.tokens.retrieval as f64 / self.parts.max(1) as f64
+        )
     }
 
     /// `index.html` of the run in `out`: the counts, the two protocols' figures and a
@@ -318,7 +345,7 @@ impl RunResults {
         let st = &self.status;
         let mut body = format!(
             "<p>Finished {} (END), stopped at the step limit {}, failed {}, timed out {}, crashed {}, model server \
-             failed {}. Tokens {} in, {} out; cost {}; {:.1} s per part. Also as <a href=\"results.md\">results.md</a> \
+             failed {}. Tokens {} in, {} out; cost {}; {:.1} s per part.{} Also as <a href=\"results.md\">results.md</a> \
              and <a href=\"results.json\">results.json</a>.</p>\n",
             st.finished,
             st.stopped,
@@ -329,7 +356,8 @@ impl RunResults {
             self.tokens.input,
             self.tokens.output,
             self.cost.map_or("no price configured".into(), |c| format!("{c:.4}")),
-            self.seconds_per_part
+            self.seconds_per_part,
+            self.retrieval_text()
         );
         let protocols = [("static", &self.static_), ("edit10", &self.edit10)]
             .iter()

@@ -93,6 +93,7 @@ impl PartRunner {
             item.steps = o.steps;
             item.input_tokens = o.usage.input_tokens;
             item.output_tokens = o.usage.output_tokens;
+            item.retrieval_tokens = o.retrieval_tokens as u64;
             item.cost = o.usage.cost;
         }
         (item.status, item.reason) = match (status, outcome) {
@@ -183,6 +184,9 @@ struct PartOutcome {
     #[serde(default)]
     backend_failed: bool,
     usage: Usage,
+    /// The loop's only (the baseline retrieves nothing).
+    #[serde(default)]
+    retrieval_tokens: usize,
 }
 
 fn read_outcome(path: &Path) -> Option<PartOutcome> {

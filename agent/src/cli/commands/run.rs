@@ -285,12 +285,12 @@ fn check_name(name: &str) -> Result<()> {
 
 fn sweep_markdown(rows: &[(String, RunResults)]) -> String {
     let mut t = String::from(
-        "| config | finished | static CR | static mIoU | static CD mean | static HD95 | edit10 CR | edit10 mIoU | edit10 CD mean | edit10 HD95 | tokens in | cost | s/part |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| config | finished | static CR | static mIoU | static CD mean | static HD95 | edit10 CR | edit10 mIoU | edit10 CD mean | edit10 HD95 | tokens in | retrieval tokens | cost | s/part |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for (name, r) in rows {
         let (s, e) = (&r.static_, &r.edit10);
         t.push_str(&format!(
-            "| {name} | {}/{} | {:.3} | {} | {} | {} | {:.3} | {} | {} | {} | {} | {} | {:.1} |\n",
+            "| {name} | {}/{} | {:.3} | {} | {} | {} | {:.3} | {} | {} | {} | {} | {} | {} | {:.1} |\n",
             r.status.finished,
             r.parts,
             s.cr,
@@ -302,6 +302,7 @@ fn sweep_markdown(rows: &[(String, RunResults)]) -> String {
             fmt(e.cd_mean, 4),
             fmt(e.hd95, 4),
             r.tokens.input,
+            r.tokens.retrieval,
             fmt(r.cost, 4),
             r.seconds_per_part
         ));
