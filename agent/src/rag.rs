@@ -101,7 +101,7 @@ pub fn prompt_text(examples: &[Example], first_image: usize, state: &ModelState,
         let e = &example.entry;
         let picture = if example.image.is_some() {
             image += 1;
-            format!(" Image {}: the model before the step.", image - 1)
+            format!(" Image {}: that part's model before the step, with its own IDs (not this model's).", image - 1)
         } else {
             String::new()
         };

@@ -66,6 +66,7 @@ impl Engine<'_> {
             .value("sketch_on", sp.on.clone())
             .value("plan", plan.describe())
             .value("window_size", format!("{:.4}", meta.window.size))
+            .value("snap_tolerance", snap_distance(self.config, &meta))
             .value("projected", pgr::projected_table(&meta, &state).trim_end().to_string())
             .value("grid_right", axis_name(meta.view_to_world.x_step))
             .value("grid_down", axis_name(meta.view_to_world.y_step))
@@ -286,6 +287,15 @@ pub fn to_sketch(
         pgr::snap(&mut sketch, &meta.frame, state, tolerance)
     };
     Ok((sketch, snapped))
+}
+
+/// PGR's snapping distance in the units the model draws in: view units, or mm without LCB.
+fn snap_distance(config: &Config, meta: &SketchMeta) -> String {
+    if config.ablations.no_lcb {
+        format!("{:.3} mm", lcb::length_to_local(meta, config.snap_tolerance))
+    } else {
+        format!("{} view units", config.snap_tolerance)
+    }
 }
 
 /// How far a revision may move one of Stage 1's numbers: further is a unit mistake (view
