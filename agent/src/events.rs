@@ -143,17 +143,38 @@ pub struct Execution {
     /// numbered from 1 as Stage 1's history lists them) instead of following the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revises: Option<usize>,
+    /// A revision's linked commands (`also`): `commands[1..]` replace these numbers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_revises: Vec<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
 impl Execution {
     pub fn committed(step: usize, attempt: usize, verified: bool, commands: Vec<Command>) -> Execution {
-        Execution { step, attempt, ok: true, verified: Some(verified), commands, revises: None, error: None }
+        Execution {
+            step,
+            attempt,
+            ok: true,
+            verified: Some(verified),
+            commands,
+            revises: None,
+            also_revises: Vec::new(),
+            error: None,
+        }
     }
 
     pub fn failed(step: usize, attempt: usize, error: String) -> Execution {
-        Execution { step, attempt, ok: false, verified: None, commands: Vec::new(), revises: None, error: Some(error) }
+        Execution {
+            step,
+            attempt,
+            ok: false,
+            verified: None,
+            commands: Vec::new(),
+            revises: None,
+            also_revises: Vec::new(),
+            error: Some(error),
+        }
     }
 }
 

@@ -168,7 +168,16 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
             }
             TraceEvent::Execute(x) => {
                 let verified = if x.verified == Some(true) { "accepted" } else { "committed without verification" };
-                let revises = x.revises.map(|n| format!(", replacing [{n}]")).unwrap_or_default();
+                let revises = x
+                    .revises
+                    .map(|n| {
+                        let all: Vec<String> = std::iter::once(n)
+                            .chain(x.also_revises.iter().copied())
+                            .map(|n| format!("[{n}]"))
+                            .collect();
+                        format!(", replacing {}", all.join(", "))
+                    })
+                    .unwrap_or_default();
                 let _ = write!(
                     h,
                     "<p class=\"ok\">{verified}{revises}:</p><pre>{}</pre>",
@@ -299,7 +308,13 @@ fn timeline(h: &mut String, dir: &Path, events: &[TraceEvent]) {
                 let ops: Vec<&str> =
                     x.commands.iter().map(|c| c.op()).filter(|op| !matches!(*op, "sketch" | "body")).collect();
                 let what = match x.revises {
-                    Some(n) => format!("revised [{n}]"),
+                    Some(n) => {
+                        let all: Vec<String> = std::iter::once(n)
+                            .chain(x.also_revises.iter().copied())
+                            .map(|n| format!("[{n}]"))
+                            .collect();
+                        format!("revised {}", all.join(", "))
+                    }
                     None => ops.join(", "),
                 };
                 Some((x.step, what))

@@ -5,6 +5,9 @@
 //! any candidate. A base that came out too thick is corrected where it was made, instead of
 //! by a corrective cut that splits its faces.
 //!
+//! `"also": [{"number": 4, "command": {...}}]` revises linked commands in the same answer
+//! (a plate's radius and the boss on it), rebuilt and judged as one candidate.
+//!
 //! A revision changes numbers only (and the `reversed`/`symmetric` switches): the same op,
 //! names, references and number of primitives, so every later command still means what it
 //! meant. The rebuild checks that too: each entity a later command names must still be the
@@ -28,27 +31,83 @@ pub struct Revision {
     pub number: usize,
     /// What changed, one item per number: `extent.depth 10 -> 6`.
     pub changes: Vec<String>,
+    /// Accepted commands revised with it (`also`), whose numbers go together with its own:
+    /// a plate's radius and the boss drawn on it, a pad's depth and the hole through it.
+    pub also: Vec<Linked>,
+}
+
+/// One more accepted command of a revision, with its numbers changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Linked {
+    pub number: usize,
+    pub op: String,
+    pub command: Command,
+    pub changes: Vec<String>,
 }
 
 impl Revision {
-    /// `[2] extrude: extent.depth 10 -> 6`, at most six changes named.
+    /// `revision of [2] extrude: extent.depth 10 -> 6; with [4] sketch: ...`, at most six
+    /// changes named for each command.
     pub fn describe(&self, op: &str) -> String {
-        const SHOWN: usize = 6;
-        let mut text = self.changes.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
-        if self.changes.len() > SHOWN {
-            text.push_str(&format!(" and {} more", self.changes.len() - SHOWN));
+        let mut text = format!("revision of [{}] {op}: {}", self.number, listed(&self.changes));
+        for l in &self.also {
+            text.push_str(&format!("; with [{}] {}: {}", l.number, l.op, listed(&l.changes)));
         }
-        format!("revision of [{}] {op}: {text}", self.number)
+        text
+    }
+
+    /// The numbers of every command the revision replaces, the first one's first.
+    pub fn numbers(&self) -> Vec<usize> {
+        std::iter::once(self.number).chain(self.also.iter().map(|l| l.number)).collect()
     }
 }
 
+fn listed(changes: &[String]) -> String {
+    const SHOWN: usize = 6;
+    let mut text = changes.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+    if changes.len() > SHOWN {
+        text.push_str(&format!(" and {} more", changes.len() - SHOWN));
+    }
+    text
+}
+
+/// At most this many commands in one revision (the first and its `also`).
+pub const MAX_LINKED: usize = 4;
+
 /// Check a `revise` answer (`command` is Stage 1's `command` object) against the accepted
-/// commands: the revised command and what it changes.
+/// commands: the revised command and what it changes, with the linked ones of `also`.
 pub fn check(command: &Value, history: &[Command]) -> Result<(Command, Revision), String> {
     let number = command
         .get("number")
         .and_then(Value::as_u64)
         .ok_or("a revision needs `number`, the [n] of the accepted command it revises")? as usize;
+    let new_value =
+        command.get("command").ok_or("a revision needs `command`: the accepted command with its numbers changed")?;
+    let (new, changes) = check_one(number, new_value, history)?;
+    let mut also: Vec<Linked> = Vec::new();
+    if let Some(list) = command.get("also") {
+        let list = list.as_array().ok_or("`also` is a list of {\"number\": n, \"command\": {...}}")?;
+        if list.len() + 1 > MAX_LINKED {
+            return Err(format!(
+                "a revision changes at most {MAX_LINKED} commands together; `also` names {}",
+                list.len()
+            ));
+        }
+        for (i, item) in list.iter().enumerate() {
+            let n = item.get("number").and_then(Value::as_u64).ok_or(format!("also[{i}] needs `number`"))? as usize;
+            if n == number || also.iter().any(|l| l.number == n) {
+                return Err(format!("also[{i}]: [{n}] is revised twice in one answer"));
+            }
+            let value = item.get("command").ok_or(format!("also[{i}] needs `command`"))?;
+            let (command, changes) = check_one(n, value, history).map_err(|e| format!("also[{i}]: {e}"))?;
+            also.push(Linked { number: n, op: command.op().to_string(), command, changes });
+        }
+    }
+    Ok((new, Revision { number, changes, also }))
+}
+
+/// One accepted command `[number]` against its revised form: the command and its changes.
+fn check_one(number: usize, new_value: &Value, history: &[Command]) -> Result<(Command, Vec<String>), String> {
     if history.is_empty() {
         return Err("there is no accepted command to revise yet".into());
     }
@@ -58,8 +117,6 @@ pub fn check(command: &Value, history: &[Command]) -> Result<(Command, Revision)
     if matches!(old, Command::Body(_) | Command::End) {
         return Err(format!("[{number}] ({}) has no numbers to revise", old.op()));
     }
-    let new_value =
-        command.get("command").ok_or("a revision needs `command`: the accepted command with its numbers changed")?;
     let new: Command =
         serde_json::from_value(new_value.clone()).map_err(|e| format!("the revised command does not parse: {e}"))?;
     // Both as the language writes them, so a default spelled out (`"reversed": false`)
@@ -74,7 +131,7 @@ pub fn check(command: &Value, history: &[Command]) -> Result<(Command, Revision)
         return Err(format!("the revised command is [{number}] unchanged: change at least one of its numbers"));
     }
     let new = serde_json::from_value(new_value).map_err(|e| format!("the revised command does not parse: {e}"))?;
-    Ok((new, Revision { number, changes }))
+    Ok((new, changes))
 }
 
 /// Keys whose numbers are sizes: a change beyond [`MAX_REVISION`] times is a unit mistake.
@@ -198,9 +255,13 @@ impl Engine<'_> {
         command: Command,
     ) -> Result<Attempt, LoopError> {
         let Some(revision) = plan.revision.clone() else { return Ok(Attempt::retry("not a revision".into())) };
-        let index = revision.number - 1;
         let mut revised = self.history.clone();
-        revised[index] = command;
+        revised[revision.number - 1] = command;
+        for l in &revision.also {
+            revised[l.number - 1] = l.command.clone();
+        }
+        let numbers = revision.numbers();
+        let index = numbers.iter().min().copied().unwrap_or(revision.number) - 1;
         let diagonal = state.bbox.map_or(2.0 * self.sphere.radius, |b| b.diagonal());
         kernel(&mut self.timing, session, |s| s.hold())?;
         let (notes, kinds_now) = match self.rebuild(session, &mut revised, index)? {
@@ -224,9 +285,10 @@ impl Engine<'_> {
             self.rollback(session)?;
             return Ok(retry);
         }
-        let changed = revised[index].clone();
-        let mut execution = Execution::committed(turn.step, turn.attempt, turn.verify, vec![changed]);
+        let changed = numbers.iter().map(|n| revised[n - 1].clone()).collect();
+        let mut execution = Execution::committed(turn.step, turn.attempt, turn.verify, changed);
         execution.revises = Some(revision.number);
+        execution.also_revises = revision.also.iter().map(|l| l.number).collect();
         self.emit(TraceEvent::Execute(execution))?;
         self.history = revised;
         self.history_notes = notes;
@@ -321,6 +383,33 @@ mod tests {
         assert_eq!(r.changes, ["primitives[0].radius 5 -> 6"]);
         let Command::Sketch(s) = command else { panic!("a sketch") };
         assert_eq!(serde_json::to_value(&s.primitives[0]).expect("json")["center"][0], 1.23456789);
+    }
+
+    #[test]
+    fn linked_numbers_change_in_one_revision() {
+        let answer = serde_json::json!({"op": "revise", "number": 1,
+            "command": {"op": "sketch", "name": "S1", "on": "XY",
+                "primitives": [{"type": "circle", "center": [1.23456789, 0], "radius": 6}]},
+            "also": [{"number": 3, "command": {"op": "fillet", "edges": ["E1"], "radius": 1.5}}]});
+        let (command, r) = check(&answer, &history()).expect("valid");
+        assert!(matches!(command, Command::Sketch(_)));
+        assert_eq!(r.numbers(), [1, 3]);
+        assert_eq!(r.also[0].op, "fillet");
+        assert_eq!(
+            r.describe("sketch"),
+            "revision of [1] sketch: primitives[0].radius 5 -> 6; with [3] fillet: radius 1 -> 1.5"
+        );
+        // Each linked command is checked like the first, and named in the reason.
+        let twice = serde_json::json!({"op": "revise", "number": 3,
+            "command": {"op": "fillet", "edges": ["E1"], "radius": 2},
+            "also": [{"number": 3, "command": {"op": "fillet", "edges": ["E1"], "radius": 3}}]});
+        assert!(check(&twice, &history()).expect_err("twice").contains("[3] is revised twice"));
+        let more = serde_json::json!({"op": "revise", "number": 3,
+            "command": {"op": "fillet", "edges": ["E1"], "radius": 2},
+            "also": [{"number": 2, "command": {"op": "extrude", "profile": "S1", "mode": "cut",
+                "extent": {"type": "one_side", "depth": 10}}}]});
+        let err = check(&more, &history()).expect_err("a mode");
+        assert!(err.starts_with("also[0]: `mode` changed") && err.contains("numbers of [2]"), "{err}");
     }
 
     #[test]

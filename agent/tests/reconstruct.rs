@@ -755,9 +755,9 @@ fn the_report_opens_with_a_summary_and_reads_compactly() {
     assert!(!noisy, "a number with more than 4 decimals in the report");
 }
 
-/// Stage 1 corrects an accepted pad's depth at its source: the document is rebuilt with the
-/// revised command and the fillet after it, the preview judged, and the program holds one
-/// pad of the new depth (no corrective cut). A revision that changes more than numbers is
+/// Stage 1 corrects an accepted pad's depth at its source, and the fillet's radius with it
+/// (`also`): the document is rebuilt with the revised commands, the preview judged, and the
+/// program holds one pad of the new depth (no corrective cut). A revision that changes more than numbers is
 /// an invalid answer with the reason.
 #[test]
 fn a_revision_corrects_an_accepted_command_where_it_was_made() {
@@ -766,10 +766,12 @@ fn a_revision_corrects_an_accepted_command_where_it_was_made() {
     let accept = serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": []}});
     let fillet = serde_json::json!({"stage": "stage1", "answer": {"reason": "round one edge",
         "command": {"op": "fillet", "edges": ["E1"], "radius": 1}}});
+    // The second revision also changes a linked number: the fillet's radius with the depth.
     let revise = |profile: &str, depth: f64| {
         serde_json::json!({"stage": "stage1", "answer": {"reason": "the block is too thick",
             "command": {"op": "revise", "number": 2, "command": {"op": "extrude", "profile": profile, "mode": "add",
-                "extent": {"type": "one_side", "depth": depth}}}}})
+                "extent": {"type": "one_side", "depth": depth}},
+                "also": [{"number": 3, "command": {"op": "fillet", "edges": ["E1"], "radius": 1.5}}]}}})
     };
     let end = serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}});
     let script = dir.path().join("script.jsonl");
@@ -798,22 +800,26 @@ fn a_revision_corrects_an_accepted_command_where_it_was_made() {
     assert!(refused.contains("`profile` changed") && refused.contains("numbers of [2]"), "{refused}");
     let stage3 = events.iter().rfind(|e| e["stage"] == "stage3").expect("stage 3");
     let text = stage3["request"]["text"].as_str().expect("text");
-    assert!(text.contains("revision of [2] extrude: extent.depth 10 -> 6"), "{text}");
+    assert!(text.contains("revision of [2] extrude: extent.depth 10 -> 6; with [3] fillet: radius 1 -> 1.5"), "{text}");
     assert!(text.contains("rebuilds the model on it"), "{text}");
     let revised = events.iter().find(|e| e["event"] == "execute" && e["revises"] == 2).expect("a committed revision");
     assert_eq!(revised["verified"], true);
+    assert_eq!(revised["also_revises"], serde_json::json!([3]));
+    assert!(std::fs::read_to_string(out.join("report.html")).expect("report").contains("replacing [2], [3]"));
     let program: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
     let ops: Vec<&str> =
         program["commands"].as_array().expect("commands").iter().filter_map(|c| c["op"].as_str()).collect();
     assert_eq!(ops, ["sketch", "extrude", "fillet", "end"]);
     assert_eq!(program["commands"][1]["extent"]["depth"], 6.0);
+    assert_eq!(program["commands"][2]["radius"], 1.5);
     let state: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("state.json")).expect("state")).expect("json");
     assert!((state["bbox"]["max"][2].as_f64().expect("top") - 6.0).abs() < 1e-6, "{}", state["bbox"]);
     let volume = state["volume"].as_f64().expect("volume");
-    // A 1 mm fillet along one edge (at most 30 mm long) removes under 7 mm3 of the 3600.
-    assert!(volume < 3600.0 && volume > 3600.0 - 7.0, "{volume}");
+    // The 1.5 mm fillet (not the 1 mm one) along a vertical edge, now 6 mm long.
+    let rounded = (1.0 - std::f64::consts::FRAC_PI_4) * 1.5 * 1.5 * 6.0;
+    assert!((volume - (3600.0 - rounded)).abs() < 0.01, "{volume}");
     assert_eq!(outcome(&out)["steps"], 3, "a revision is a step");
     // The program written is the model: replayed from scratch it gives the same solid.
     let replayed = iou(&out.join("program.json"), &out.join("model.step"), "static").expect("iou");
