@@ -11,7 +11,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use freecad_bridge::state::FaceKind;
 use freecad_bridge::{Command, ModelState};
 use gerd::retrieve::embed::{Builtin, Embedder, operation_key};
 use gerd::retrieve::{EF_SEARCH, Example, Hit, RetrievalIndex};
@@ -167,15 +166,7 @@ fn operations(history: &[Command]) -> BTreeMap<&'static str, usize> {
 fn face_kinds(state: &ModelState) -> BTreeMap<&'static str, usize> {
     let mut out = BTreeMap::new();
     for f in &state.faces {
-        let kind = match f.kind {
-            FaceKind::Plane => "planar",
-            FaceKind::Cylinder => "cylindrical",
-            FaceKind::Cone => "conical",
-            FaceKind::Sphere => "spherical",
-            FaceKind::Torus => "toroidal",
-            FaceKind::Bspline | FaceKind::Other => "free-form",
-        };
-        *out.entry(kind).or_default() += 1;
+        *out.entry(f.kind.adjective().unwrap_or("free-form")).or_default() += 1;
     }
     out
 }

@@ -221,14 +221,7 @@ fn bases(state: &ModelState, id: &str, depth: usize) -> Vec<String> {
     match entity.kind {
         freecad_bridge::command::EntityKind::Face => {
             let Some(f) = state.faces.get(index) else { return Vec::new() };
-            let kind = match f.kind {
-                FaceKind::Plane => "planar",
-                FaceKind::Cylinder => "cylindrical",
-                FaceKind::Cone => "conical",
-                FaceKind::Sphere => "spherical",
-                FaceKind::Torus => "toroidal",
-                _ => "",
-            };
+            let kind = f.kind.adjective().unwrap_or("");
             let head = format!("face {kind}").trim_end().to_string();
             let mut out = Vec::new();
             if let Some(n) = signed_axis_name(f.normal) {

@@ -74,6 +74,21 @@ pub enum FaceKind {
     Other,
 }
 
+impl FaceKind {
+    /// `planar`, `cylindrical`...: the kind as prompts and selectors name it (`None` for a
+    /// free-form or unknown surface).
+    pub fn adjective(self) -> Option<&'static str> {
+        match self {
+            FaceKind::Plane => Some("planar"),
+            FaceKind::Cylinder => Some("cylindrical"),
+            FaceKind::Cone => Some("conical"),
+            FaceKind::Sphere => Some("spherical"),
+            FaceKind::Torus => Some("toroidal"),
+            FaceKind::Bspline | FaceKind::Other => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Face {
     pub id: String,
