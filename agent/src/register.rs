@@ -141,18 +141,48 @@ impl Target {
     }
 
     /// The target's drawn lines at the framing of [`Self::framed`]: its dark pixels on the
-    /// part (the edges a CAD render draws black; faces are lighter grey).
+    /// part (the edges a CAD render draws black; faces are lighter grey), found in the image
+    /// as given and carried into the framing: a framed pixel is on a line when any line pixel
+    /// of the image falls in its footprint. (Thresholding the resampled picture instead lost
+    /// a third of a shrunk target's 1-pixel lines, whose darkness the filter spreads.)
     pub fn framed_lines(&self, size: u32, fill: f64) -> Vec<bool> {
-        let framed = self.framed(size, fill);
-        let mask = self.framed_mask(size, fill);
-        framed
+        let (w, h) = self.image.dimensions();
+        let line: Vec<bool> = self
+            .image
             .pixels()
-            .zip(mask)
+            .zip(&self.mask)
             .map(|(p, on_part)| {
                 let luma = 0.299 * f64::from(p.0[0]) + 0.587 * f64::from(p.0[1]) + 0.114 * f64::from(p.0[2]);
-                on_part && luma < LINE_LUMA
+                *on_part && luma < LINE_LUMA
             })
-            .collect()
+            .collect();
+        let k = f64::from(size) * fill / 2.0 / self.radius_px;
+        let half = f64::from(size) / 2.0;
+        // The image pixels whose centres fall in the framed pixel's footprint [a, a + 1/k);
+        // at least the one under its centre when the image is magnified.
+        let span = |framed: u32, centre: f64, limit: u32| -> std::ops::Range<u32> {
+            let from = (f64::from(framed) - half) / k + centre;
+            let to = (f64::from(framed) + 1.0 - half) / k + centre;
+            let (lo, hi) = ((from - 0.5).ceil(), (to - 0.5).ceil());
+            let (lo, hi) = if hi > lo {
+                (lo, hi)
+            } else {
+                let under = ((from + to) / 2.0).floor();
+                (under, under + 1.0)
+            };
+            let clamp = |v: f64| v.clamp(0.0, f64::from(limit)) as u32;
+            clamp(lo)..clamp(hi)
+        };
+        let columns: Vec<std::ops::Range<u32>> = (0..size).map(|x| span(x, self.center_px[0], w)).collect();
+        let mut out = vec![false; (size * size) as usize];
+        for y in 0..size {
+            let rows = span(y, self.center_px[1], h);
+            for (x, cols) in columns.iter().enumerate() {
+                out[(y * size) as usize + x] =
+                    rows.clone().any(|sy| cols.clone().any(|sx| line[(sy * w + sx) as usize]));
+            }
+        }
+        out
     }
 
     fn is_part(&self, x: f64, y: f64) -> bool {
@@ -275,6 +305,50 @@ mod tests {
         let t = Target::analyse(disc, "disc.png").expect("a part");
         assert!((t.center_px[0] - 60.0).abs() < 1.0 && (t.center_px[1] - 40.0).abs() < 1.0);
         assert!((t.radius_px - 20.0).abs() < 1.5, "{}", t.radius_px);
+    }
+
+    /// A grey square with 1-pixel black outlines and a diagonal, `side` pixels wide.
+    fn outlined_square(size: u32, side: u32) -> RgbImage {
+        let (lo, hi) = ((size - side) / 2, (size + side) / 2);
+        RgbImage::from_fn(size, size, |x, y| {
+            let inside = (lo..hi).contains(&x) && (lo..hi).contains(&y);
+            let edge = inside && (x == lo || x == hi - 1 || y == lo || y == hi - 1 || x == y);
+            image::Rgb(if edge {
+                [0, 0, 0]
+            } else if inside {
+                [170, 170, 170]
+            } else {
+                [255, 255, 255]
+            })
+        })
+    }
+
+    /// Every row and column a line crosses in the image: none may be lost in the framing.
+    fn rows_and_columns_with_lines(lines: &[bool], size: u32) -> (usize, usize) {
+        let n = size as usize;
+        let rows = (0..n).filter(|y| (0..n).any(|x| lines[y * n + x])).count();
+        let cols = (0..n).filter(|x| (0..n).any(|y| lines[y * n + x])).count();
+        (rows, cols)
+    }
+
+    #[test]
+    fn thin_lines_survive_the_framing_shrunk_or_magnified() {
+        for (size, side) in [(900, 700), (300, 150)] {
+            let target = Target::analyse(outlined_square(size, side), "square.png").expect("a part");
+            let lines = target.framed_lines(500, views::TAGGED_FILL);
+            let k = 500.0 * views::TAGGED_FILL / 2.0 / target.radius_px;
+            let span = (f64::from(side) * k).floor() as usize;
+            let (rows, cols) = rows_and_columns_with_lines(&lines, 500);
+            assert!(rows >= span && cols >= span, "{side} px at {k:.2}: {rows} rows, {cols} columns, {span} expected");
+            // The outline's four sides: the framed square's border rows are lines from end to end.
+            let n = 500usize;
+            let first = (0..n).find(|y| (0..n).any(|x| lines[y * n + x])).expect("a line");
+            let across = (0..n).filter(|x| lines[first * n + x]).count();
+            assert!(across + 2 >= span, "the top side: {across} of {span} pixels");
+            // Faces are not lines: the line pixels are a thin share of the square.
+            let share = lines.iter().filter(|l| **l).count() as f64 / (span * span) as f64;
+            assert!(share < 0.05, "{share}");
+        }
     }
 
     #[test]

@@ -93,9 +93,40 @@ pub struct Agreement {
     /// Where the candidate's picture lies best on the target's (pixels, x and y).
     #[serde(default)]
     pub shift: [i64; 2],
+    /// And at what scale about the picture's centre (S_t's): a whole model drawn a little
+    /// small or large (the oracle sizes parts from the silhouette, to a percent or two) is
+    /// no feature's error, and no feature's number must move to make up for it.
+    #[serde(default = "unit")]
+    pub scale: f64,
+}
+
+fn unit() -> f64 {
+    1.0
+}
+
+/// Where a candidate's picture lies on the target's: its pixel (x, y) is the target's
+/// `centre + scale * ((x, y) - centre) + shift`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Alignment {
+    pub shift: [i64; 2],
+    pub scale: f64,
+    pub centre: f64,
+}
+
+impl Alignment {
+    /// The target's pixel under the candidate's (fractional) pixel.
+    pub fn on_target(&self, x: f64, y: f64) -> (f64, f64) {
+        let c = self.centre;
+        (c + self.scale * (x - c) + self.shift[0] as f64, c + self.scale * (y - c) + self.shift[1] as f64)
+    }
 }
 
 impl Agreement {
+    /// The alignment found, for pictures of `size` pixels.
+    pub fn alignment(&self, size: u32) -> Alignment {
+        Alignment { shift: self.shift, scale: self.scale, centre: f64::from(size) / 2.0 }
+    }
+
     /// Lower is better. Only the edges count: material outside the target's silhouette
     /// (`extra`, reported) is also what a later cut removes (the bundled plate's holes show
     /// the background through them), so penalising it pulled a base plate thinner.
@@ -221,7 +252,8 @@ pub fn fit_feature<E: From<BridgeError>>(
     let before = agreement(&ids, target);
     let camera = views::outline_camera(&scene, opts);
     let frame = session.plane_frame(&sketches[index].on)?;
-    let Some(proposal) = sketch::propose(&sketches[index], &feature, &frame, &camera, &ids, before.shift, target)
+    let Some(proposal) =
+        sketch::propose(&sketches[index], &feature, &frame, &camera, &ids, before.alignment(ids.width), target)
     else {
         return Ok(None);
     };
@@ -247,7 +279,8 @@ pub fn fit_feature<E: From<BridgeError>>(
     if let Some(fitted_preview) = rebuild(session, &fitted_sketches, &fitted_command)? {
         let fitted_ids = views::outline(&Scene::new(&fitted_preview.after, &fitted_preview.state), opts);
         let after = agreement(&fitted_ids, target);
-        let moved = moved_edges((&ids, before.shift), (&fitted_ids, after.shift), target);
+        let size = ids.width;
+        let moved = moved_edges((&ids, before.alignment(size)), (&fitted_ids, after.alignment(size)), target);
         report.moved = Some(moved);
         if moved.closer_by() >= MIN_MOVED_GAIN && after.cost() <= before.cost() {
             report.after = after;
@@ -440,8 +473,8 @@ impl Moved {
 
 /// Compare two renders (`ids` each with its alignment `shift` on the target) by the edge
 /// pixels they do not share: the edges a fit moved.
-pub fn moved_edges(before: (&IdBuffers, [i64; 2]), after: (&IdBuffers, [i64; 2]), target: &TargetPixels) -> Moved {
-    let only = |(a, shift): (&IdBuffers, [i64; 2]), b: &IdBuffers| -> (f64, usize) {
+pub fn moved_edges(before: (&IdBuffers, Alignment), after: (&IdBuffers, Alignment), target: &TargetPixels) -> Moved {
+    let only = |(a, align): (&IdBuffers, Alignment), b: &IdBuffers| -> (f64, usize) {
         let (w, h) = (a.width as i64, a.height as i64);
         let mut sum = 0.0;
         let mut count = 0;
@@ -450,7 +483,8 @@ pub fn moved_edges(before: (&IdBuffers, [i64; 2]), after: (&IdBuffers, [i64; 2])
             if (-1..=1).any(|dy| (-1..=1).any(|dx| b.edge_at(x + dx, y + dy) != NO_ENTITY)) {
                 continue;
             }
-            let (tx, ty) = (x + shift[0], y + shift[1]);
+            let (fx, fy) = align.on_target(x as f64 + 0.5, y as f64 + 0.5);
+            let (tx, ty) = (fx.floor() as i64, fy.floor() as i64);
             let d = if (0..w).contains(&tx) && (0..h).contains(&ty) {
                 f64::from(target.line_distance[(ty * w + tx) as usize]).min(EDGE_CAP)
             } else {
@@ -468,6 +502,9 @@ pub fn moved_edges(before: (&IdBuffers, [i64; 2]), after: (&IdBuffers, [i64; 2])
 
 /// How far (pixels, each axis) around the silhouettes' alignment the edges are lined up.
 const ALIGN_REACH: i64 = 3;
+/// How far the picture's scale may be from the target's (either way), and in what steps.
+const SCALE_REACH: f64 = 0.03;
+const SCALE_STEP: f64 = 0.002;
 
 /// How a candidate's picture (`ids`, at the target's framing) agrees with the target. The
 /// two are lined up as Stage 3's overlay and registration line them up (the silhouettes'
@@ -503,14 +540,45 @@ pub fn agreement(ids: &IdBuffers, target: &TargetPixels) -> Agreement {
             }
         }
     }
-    let (edge_px, shift) = best;
+    let (mut edge_px, shift) = best;
+    // Then the scale, about the picture's centre, with the shift a pixel either way.
+    let centre = w as f64 / 2.0;
+    let scaled_distance = |scale: f64, dx: i64, dy: i64| {
+        if edges.is_empty() {
+            return EDGE_CAP;
+        }
+        let align = Alignment { shift: [dx, dy], scale, centre };
+        let sum: f64 = edges
+            .iter()
+            .map(|&(x, y)| {
+                let (tx, ty) = align.on_target(x as f64 + 0.5, y as f64 + 0.5);
+                at(tx.floor() as i64, ty.floor() as i64)
+                    .map_or(EDGE_CAP, |t| f64::from(target.line_distance[t]).min(EDGE_CAP))
+            })
+            .sum();
+        sum / edges.len() as f64
+    };
+    let (mut scale, mut shift) = (1.0, shift);
+    let steps = (SCALE_REACH / SCALE_STEP).round() as i64;
+    for k in -steps..=steps {
+        let s = 1.0 + k as f64 * SCALE_STEP;
+        for dy in -1..=1 {
+            for dx in -1..=1 {
+                let d = scaled_distance(s, best.1[0] + dx, best.1[1] + dy);
+                if d < edge_px - 1e-12 {
+                    (edge_px, scale, shift) = (d, s, [best.1[0] + dx, best.1[1] + dy]);
+                }
+            }
+        }
+    }
     let target_area = target.mask.iter().filter(|m| **m).count().max(1) as f64;
     let extra = (0..w * h)
         .filter(|&i| {
-            candidate[i] && !at((i % w) as i64 + shift[0], (i / w) as i64 + shift[1]).is_some_and(|t| target.mask[t])
+            let (tx, ty) = Alignment { shift, scale, centre }.on_target((i % w) as f64 + 0.5, (i / w) as f64 + 0.5);
+            candidate[i] && !at(tx.floor() as i64, ty.floor() as i64).is_some_and(|t| target.mask[t])
         })
         .count();
-    Agreement { edge_px, extra: extra as f64 / target_area, shift }
+    Agreement { edge_px, extra: extra as f64 / target_area, shift, scale }
 }
 
 #[cfg(test)]
@@ -548,6 +616,20 @@ mod tests {
         let larger = agreement(&square_ids(100, 30, 30, 44), &t);
         assert!(larger.edge_px > 1.0 && larger.extra > 0.0, "{larger:?}");
         assert!(larger.cost() > same.cost());
+    }
+
+    #[test]
+    fn a_whole_model_drawn_a_little_small_is_aligned_by_scale_not_blamed_on_an_edge() {
+        // The target: a 100 px square about the picture's centre; the candidate: the same
+        // square 2% smaller (98 px), as the oracle draws a part it sized from the silhouette.
+        let t = target(200, 50, 50, 100);
+        let small = agreement(&square_ids(200, 51, 51, 98), &t);
+        assert!(small.scale > 1.005 && small.edge_px < 0.1, "{small:?}");
+        let unscaled = Alignment { shift: small.shift, scale: 1.0, centre: 100.0 };
+        assert!(unscaled.on_target(150.0, 150.0).0 < small.alignment(200).on_target(150.0, 150.0).0);
+        // 6% smaller is beyond the scale's reach: its edges stay off the lines.
+        let smaller = agreement(&square_ids(200, 53, 53, 94), &t);
+        assert!(smaller.edge_px > 0.5, "{smaller:?}");
     }
 
     #[test]

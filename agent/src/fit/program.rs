@@ -82,6 +82,12 @@ struct Picture {
     camera: views::Camera,
 }
 
+impl Picture {
+    fn alignment(&self) -> super::Alignment {
+        self.agreement.alignment(self.ids.width)
+    }
+}
+
 fn picture(
     session: &mut Session,
     target: &TargetPixels,
@@ -129,7 +135,7 @@ pub fn fit_program(
             continue;
         }
         let after = picture(session, target, opts, deflection)?;
-        let moved = moved_edges((&before.ids, before.agreement.shift), (&after.ids, after.agreement.shift), target);
+        let moved = moved_edges((&before.ids, before.alignment()), (&after.ids, after.alignment()), target);
         let undone = moved.closer_by() >= MIN_MOVED_GAIN && after.agreement.cost() <= before.agreement.cost();
         if undone {
             current = solved;
@@ -171,7 +177,7 @@ pub fn fit_program(
         let sketches = vec![drawn.clone()];
         let Some((_, feature)) = feature_of(&sketches, &current.commands[k]) else { continue };
         let Some(proposal) =
-            sketch::propose(drawn, &feature, &frame, &before.camera, &before.ids, before.agreement.shift, target)
+            sketch::propose(drawn, &feature, &frame, &before.camera, &before.ids, before.alignment(), target)
         else {
             continue;
         };
@@ -192,8 +198,7 @@ pub fn fit_program(
             match built {
                 Ok(()) => {
                     let after = picture(session, target, opts, deflection)?;
-                    let moved =
-                        moved_edges((&before.ids, before.agreement.shift), (&after.ids, after.agreement.shift), target);
+                    let moved = moved_edges((&before.ids, before.alignment()), (&after.ids, after.alignment()), target);
                     report.moved = Some(moved);
                     if moved.closer_by() >= MIN_MOVED_GAIN && after.agreement.cost() <= before.agreement.cost() {
                         report.after = after.agreement;

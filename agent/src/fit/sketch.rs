@@ -196,7 +196,7 @@ pub enum Feature {
 
 /// Fit `sketch` (as executed, on `frame`) and, for an extrusion, its depth, to the target,
 /// seen through `camera` (the outline's), where the candidate's render is `ids` and its
-/// best alignment with the target is `shift` pixels. `None`: nothing in the drawing can be
+/// best alignment with the target is `align`. `None`: nothing in the drawing can be
 /// scored (no sample lands on a drawn edge).
 pub fn propose(
     sketch: &Sketch,
@@ -204,7 +204,7 @@ pub fn propose(
     frame: &Frame,
     camera: &Camera,
     ids: &IdBuffers,
-    shift: [i64; 2],
+    align: super::Alignment,
     target: &TargetPixels,
 ) -> Option<Proposal> {
     let (numbers, shapes) = numbers_of(sketch);
@@ -235,9 +235,10 @@ pub fn propose(
         let total: f64 = samples
             .iter()
             .map(|c| {
-                model
-                    .sample_pixel(n, &c.sample)
-                    .map_or(EDGE_CAP, |(x, y)| line_distance(target, c.bin, x + shift[0] as f64, y + shift[1] as f64))
+                model.sample_pixel(n, &c.sample).map_or(EDGE_CAP, |(x, y)| {
+                    let (tx, ty) = align.on_target(x, y);
+                    line_distance(target, c.bin, tx, ty)
+                })
             })
             .sum();
         total / samples.len() as f64
@@ -605,6 +606,10 @@ mod tests {
     const SIZE: u32 = 300;
 
     /// A camera on the isometric direction, 3 px per mm, looking at the origin.
+    fn still() -> crate::fit::Alignment {
+        crate::fit::Alignment { shift: [0, 0], scale: 1.0, centre: 100.0 }
+    }
+
     fn camera() -> Camera {
         views::Camera::framing(Point3::origin(), 50.0, Vector3::from(views::ISOMETRIC), false, SIZE, SIZE, 1.0)
     }
@@ -670,7 +675,7 @@ mod tests {
         drawn[2] = [21.5, 16.0];
         let ids = ids_of(&drawn_box(drawn, 10.0));
         let proposal =
-            propose(&rectangle("S1", drawn), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, [0, 0], &target)
+            propose(&rectangle("S1", drawn), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, still(), &target)
                 .expect("the drawing's edges are drawn");
         assert!(super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
         let Primitive::Line { start, .. } = proposal.sketch.primitives[2] else { panic!("a line") };
@@ -721,7 +726,7 @@ mod tests {
             &xy(),
             &camera,
             &ids_of(&plate),
-            [0, 0],
+            still(),
             &target,
         )
         .expect("scored");
@@ -736,7 +741,7 @@ mod tests {
         let target = TargetPixels::new(SIZE, lines.clone(), &lines);
         let ids = ids_of(&drawn_box(TRUE, 10.0));
         let proposal =
-            propose(&rectangle("S1", TRUE), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, [0, 0], &target)
+            propose(&rectangle("S1", TRUE), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, still(), &target)
                 .expect("scored");
         let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
         assert!((depth_of(&e.extent).expect("depth") - 12.0).abs() < 0.4, "{:?}", e.extent);
@@ -748,7 +753,7 @@ mod tests {
         let target = TargetPixels::new(SIZE, lines.clone(), &lines);
         let ids = ids_of(&lines);
         let exact =
-            propose(&rectangle("S1", TRUE), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, [0, 0], &target)
+            propose(&rectangle("S1", TRUE), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, still(), &target)
                 .expect("scored");
         assert!(!super::super::worth_building(exact.before_px, exact.after_px), "{exact:?}");
         assert!(exact.before_px < 1.0, "an exact drawing lies on the lines: {exact:?}");
@@ -758,7 +763,7 @@ mod tests {
         far[2] = [28.0, 15.0];
         let ids = ids_of(&drawn_box(far, 10.0));
         let proposal =
-            propose(&rectangle("S1", far), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, [0, 0], &target)
+            propose(&rectangle("S1", far), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, still(), &target)
                 .expect("scored");
         let reach = POINT_REACH_PX / pixels_per_unit(&camera());
         for (p, q) in proposal.sketch.primitives.iter().zip(&rectangle("S1", far).primitives) {
@@ -790,7 +795,8 @@ mod tests {
         let mut sketch = rectangle("S1", drawn);
         sketch.on = "XZ".into();
         let feature = Feature::Revolve { point: [0.0, 0.0], direction: [0.0, 1.0], angle: 360.0 };
-        let proposal = propose(&sketch, &feature, &xz, &camera, &ids_of(&disc(18.8)), [0, 0], &target).expect("scored");
+        let proposal =
+            propose(&sketch, &feature, &xz, &camera, &ids_of(&disc(18.8)), still(), &target).expect("scored");
         let Primitive::Line { start, end, .. } = proposal.sketch.primitives[1] else { panic!("a line") };
         assert!((start[0] - 20.0).abs() < 0.6 && (end[0] - 20.0).abs() < 0.6, "{start:?} {end:?}");
     }
