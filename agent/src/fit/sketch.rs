@@ -27,6 +27,9 @@ pub const DEPTH_REACH: f64 = 0.25;
 const SAMPLE_SPACING_PX: f64 = 1.5;
 /// The search stops refining below this step (pixels).
 const FINEST_STEP_PX: f64 = 0.1;
+/// A sample lies on the candidate's drawn edge when one running its way is this near
+/// (pixels): the picture is rasterised at whole pixels, the sample is not.
+const DRAWN_PX: f32 = 1.5;
 
 /// The fitted drawing and extrusion, and the picture model's cost before and after.
 #[derive(Debug, Clone)]
@@ -455,18 +458,21 @@ fn sketch_scale(sketch: &Sketch) -> f64 {
 }
 
 /// Samples along every edge the feature makes, kept where the candidate's render draws an
-/// edge (within a pixel).
+/// edge running the same way (within [`DRAWN_PX`]).
 fn counted_samples(model: &Model, n: &Numbers, copies: &[f64], spans: &[(f64, f64)], ids: &IdBuffers) -> Vec<Counted> {
-    let drawn = |(x, y): (f64, f64)| {
+    // A sample counts where the candidate's own picture draws an edge running its way: an
+    // edge hidden behind other material may pass near another feature's visible edge (a
+    // flange's hole under the pipe standing in it), which must not pull its number.
+    let edges: Vec<bool> = ids.edge.iter().map(|&e| e != NO_ENTITY).collect();
+    let drawn_edges = views::oriented_distances(&edges, ids.width, ids.height);
+    let drawn = |(x, y): (f64, f64), bin: usize| {
         let (cx, cy) = (x.floor() as i64, y.floor() as i64);
-        (-1..=1).any(|dy| (-1..=1).any(|dx| ids.edge_at(cx + dx, cy + dy) != NO_ENTITY))
+        let inside = cx >= 0 && cy >= 0 && cx < i64::from(ids.width) && cy < i64::from(ids.height);
+        inside && drawn_edges[bin][cy as usize * ids.width as usize + cx as usize] <= DRAWN_PX
     };
     // The edge's direction at a sample: from the picture of a point a little either side.
     let counted = |sample: Sample| -> Option<Counted> {
         let p = model.sample_pixel(n, &sample)?;
-        if !drawn(p) {
-            return None;
-        }
         let nudged = |ds: f64| {
             let mut q = sample;
             match &mut q {
@@ -475,7 +481,8 @@ fn counted_samples(model: &Model, n: &Numbers, copies: &[f64], spans: &[(f64, f6
             model.sample_pixel(n, &q)
         };
         let (a, b) = (nudged(-0.01)?, nudged(0.01)?);
-        Some(Counted { sample, bin: views::orientation_bin(b.0 - a.0, b.1 - a.1) })
+        let bin = views::orientation_bin(b.0 - a.0, b.1 - a.1);
+        drawn(p, bin).then_some(Counted { sample, bin })
     };
     let mut samples = Vec::new();
     for (index, &(_, shape)) in model.shapes.iter().enumerate() {
@@ -652,6 +659,66 @@ mod tests {
             segment([a[0], a[1], 0.0], [a[0], a[1], depth]);
         }
         mask
+    }
+
+    /// The mask of straight segments (model coordinates) seen through the test camera.
+    fn segments(list: &[([f64; 3], [f64; 3])]) -> Vec<bool> {
+        let camera = camera();
+        let mut mask = vec![false; (SIZE * SIZE) as usize];
+        for &(a, b) in list {
+            for k in 0..=400 {
+                let t = k as f64 / 400.0;
+                let p = Point3::new(a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]), a[2] + t * (b[2] - a[2]));
+                let (x, y, _) = camera.project(&p).expect("in front");
+                let (x, y) = (x.floor() as i64, y.floor() as i64);
+                if (0..SIZE as i64).contains(&x) && (0..SIZE as i64).contains(&y) {
+                    mask[(y * SIZE as i64 + x) as usize] = true;
+                }
+            }
+        }
+        mask
+    }
+
+    #[test]
+    fn a_hidden_edge_crossed_by_other_edges_is_not_scored() {
+        // The candidate's picture shows the box's bottom outline and its upright edges; its
+        // top outline is hidden, but other features' edges cross it: short upright ticks
+        // every 2 mm along it, as a later feature's edges might.
+        let depth = 10.0;
+        let mut shown: Vec<([f64; 3], [f64; 3])> = Vec::new();
+        for i in 0..4 {
+            let (a, b) = (TRUE[i], TRUE[(i + 1) % 4]);
+            shown.push(([a[0], a[1], 0.0], [b[0], b[1], 0.0]));
+            shown.push(([a[0], a[1], 0.0], [a[0], a[1], depth]));
+        }
+        let mut crossed = shown.clone();
+        for i in 0..4 {
+            let (a, b) = (TRUE[i], TRUE[(i + 1) % 4]);
+            for k in 1..10 {
+                let t = k as f64 / 10.0;
+                let (x, y) = (a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]));
+                crossed.push(([x, y, depth - 1.5], [x, y, depth + 1.5]));
+            }
+        }
+        let lines = drawn_box(TRUE, depth);
+        let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+        let scored = |mask: Vec<bool>| {
+            propose(
+                &rectangle("S1", TRUE),
+                &Feature::Extrude(pad(depth)),
+                &xy(),
+                &camera(),
+                &ids_of(&mask),
+                still(),
+                &target,
+            )
+            .expect("scored")
+            .samples
+        };
+        let (plain, with_ticks) = (scored(segments(&shown)), scored(segments(&crossed)));
+        // The ticks add at most the samples at their own feet (where the hidden outline meets
+        // an upright tick's end), not the outline between them.
+        assert!(with_ticks <= plain + plain / 20, "{plain} samples without the ticks, {with_ticks} with them");
     }
 
     fn ids_of(mask: &[bool]) -> IdBuffers {
