@@ -639,26 +639,14 @@ mod tests {
     /// Every edge of a box pad on XY (profile `corners`, up `depth`) drawn into a mask, as a
     /// renderer would draw them (hidden ones too: the fit's counted samples are the test).
     fn drawn_box(corners: [[f64; 2]; 4], depth: f64) -> Vec<bool> {
-        let camera = camera();
-        let mut mask = vec![false; (SIZE * SIZE) as usize];
-        let mut segment = |a: [f64; 3], b: [f64; 3]| {
-            for k in 0..=400 {
-                let t = k as f64 / 400.0;
-                let p = Point3::new(a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]), a[2] + t * (b[2] - a[2]));
-                let (x, y, _) = camera.project(&p).expect("in front");
-                let (x, y) = (x.floor() as i64, y.floor() as i64);
-                if (0..SIZE as i64).contains(&x) && (0..SIZE as i64).contains(&y) {
-                    mask[(y * SIZE as i64 + x) as usize] = true;
-                }
-            }
-        };
+        let mut list = Vec::new();
         for i in 0..4 {
             let (a, b) = (corners[i], corners[(i + 1) % 4]);
-            segment([a[0], a[1], 0.0], [b[0], b[1], 0.0]);
-            segment([a[0], a[1], depth], [b[0], b[1], depth]);
-            segment([a[0], a[1], 0.0], [a[0], a[1], depth]);
+            list.push(([a[0], a[1], 0.0], [b[0], b[1], 0.0]));
+            list.push(([a[0], a[1], depth], [b[0], b[1], depth]));
+            list.push(([a[0], a[1], 0.0], [a[0], a[1], depth]));
         }
-        mask
+        segments(&list)
     }
 
     /// The mask of straight segments (model coordinates) seen through the test camera.
