@@ -168,16 +168,7 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
             }
             TraceEvent::Execute(x) => {
                 let verified = if x.verified == Some(true) { "accepted" } else { "committed without verification" };
-                let revises = x
-                    .revises
-                    .map(|n| {
-                        let all: Vec<String> = std::iter::once(n)
-                            .chain(x.also_revises.iter().copied())
-                            .map(|n| format!("[{n}]"))
-                            .collect();
-                        format!(", replacing {}", all.join(", "))
-                    })
-                    .unwrap_or_default();
+                let revises = revised_numbers(x).map(|n| format!(", replacing {n}")).unwrap_or_default();
                 let _ = write!(
                     h,
                     "<p class=\"ok\">{verified}{revises}:</p><pre>{}</pre>",
@@ -307,16 +298,7 @@ fn timeline(h: &mut String, dir: &Path, events: &[TraceEvent]) {
             TraceEvent::Execute(x) if x.ok => {
                 let ops: Vec<&str> =
                     x.commands.iter().map(|c| c.op()).filter(|op| !matches!(*op, "sketch" | "body")).collect();
-                let what = match x.revises {
-                    Some(n) => {
-                        let all: Vec<String> = std::iter::once(n)
-                            .chain(x.also_revises.iter().copied())
-                            .map(|n| format!("[{n}]"))
-                            .collect();
-                        format!("revised {}", all.join(", "))
-                    }
-                    None => ops.join(", "),
-                };
+                let what = revised_numbers(x).map_or_else(|| ops.join(", "), |n| format!("revised {n}"));
                 Some((x.step, what))
             }
             _ => None,
@@ -470,6 +452,14 @@ fn round_numbers(json: &str) -> String {
         out.push(c);
     }
     out
+}
+
+/// `[2], [4]`: the accepted commands a committed revision replaced (`None`: no revision).
+fn revised_numbers(x: &crate::events::Execution) -> Option<String> {
+    let first = x.revises?;
+    let all: Vec<String> =
+        std::iter::once(first).chain(x.also_revises.iter().copied()).map(|n| format!("[{n}]")).collect();
+    Some(all.join(", "))
 }
 
 #[cfg(test)]

@@ -40,7 +40,6 @@ pub struct Revision {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Linked {
     pub number: usize,
-    pub op: String,
     pub command: Command,
     pub changes: Vec<String>,
 }
@@ -51,7 +50,7 @@ impl Revision {
     pub fn describe(&self, op: &str) -> String {
         let mut text = format!("revision of [{}] {op}: {}", self.number, listed(&self.changes));
         for l in &self.also {
-            text.push_str(&format!("; with [{}] {}: {}", l.number, l.op, listed(&l.changes)));
+            text.push_str(&format!("; with [{}] {}: {}", l.number, l.command.op(), listed(&l.changes)));
         }
         text
     }
@@ -100,7 +99,7 @@ pub fn check(command: &Value, history: &[Command]) -> Result<(Command, Revision)
             }
             let value = item.get("command").ok_or(format!("also[{i}] needs `command`"))?;
             let (command, changes) = check_one(n, value, history).map_err(|e| format!("also[{i}]: {e}"))?;
-            also.push(Linked { number: n, op: command.op().to_string(), command, changes });
+            also.push(Linked { number: n, command, changes });
         }
     }
     Ok((new, Revision { number, changes, also }))
@@ -394,7 +393,7 @@ mod tests {
         let (command, r) = check(&answer, &history()).expect("valid");
         assert!(matches!(command, Command::Sketch(_)));
         assert_eq!(r.numbers(), [1, 3]);
-        assert_eq!(r.also[0].op, "fillet");
+        assert_eq!(r.also[0].command.op(), "fillet");
         assert_eq!(
             r.describe("sketch"),
             "revision of [1] sketch: primitives[0].radius 5 -> 6; with [3] fillet: radius 1 -> 1.5"

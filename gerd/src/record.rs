@@ -372,8 +372,13 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), GerdError>
 pub fn read_part(dir: &Path) -> Result<PartRecord, GerdError> {
     let path = dir.join(PART_JSON);
     let text = std::fs::read_to_string(&path).map_err(|e| GerdError::io(&path, e))?;
+    parse_part(&text, &path)
+}
+
+/// A record from the text of its `part.json` (`path` names it in errors).
+pub fn parse_part(text: &str, path: &Path) -> Result<PartRecord, GerdError> {
     let record: PartRecord =
-        serde_json::from_str(&text).map_err(|e| GerdError::Record(format!("{}: {e}", path.display())))?;
+        serde_json::from_str(text).map_err(|e| GerdError::Record(format!("{}: {e}", path.display())))?;
     if !FORMATS_READ.contains(&record.format.as_str()) {
         return Err(GerdError::Record(format!(
             "{}: format {} is not one this reader knows ({})",

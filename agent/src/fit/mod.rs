@@ -521,29 +521,10 @@ pub fn agreement(ids: &IdBuffers, target: &TargetPixels) -> Agreement {
     };
     let edges: Vec<(i64, i64)> =
         (0..w * h).filter(|&i| ids.edge[i] != NO_ENTITY).map(|i| ((i % w) as i64, (i / w) as i64)).collect();
-    let mean_distance = |dx: i64, dy: i64| {
-        if edges.is_empty() {
-            return EDGE_CAP;
-        }
-        let sum: f64 = edges
-            .iter()
-            .map(|&(x, y)| at(x + dx, y + dy).map_or(EDGE_CAP, |t| f64::from(target.line_distance[t]).min(EDGE_CAP)))
-            .sum();
-        sum / edges.len() as f64
-    };
-    let mut best = (f64::INFINITY, shift);
-    for dy in -ALIGN_REACH..=ALIGN_REACH {
-        for dx in -ALIGN_REACH..=ALIGN_REACH {
-            let d = mean_distance(shift[0] + dx, shift[1] + dy);
-            if d < best.0 - 1e-12 {
-                best = (d, [shift[0] + dx, shift[1] + dy]);
-            }
-        }
-    }
-    let (mut edge_px, shift) = best;
-    // Then the scale, about the picture's centre, with the shift a pixel either way.
+    // The mean distance of the candidate's edges to the target's lines, the candidate scaled
+    // about the picture's centre (S_t's) and shifted.
     let centre = w as f64 / 2.0;
-    let scaled_distance = |scale: f64, dx: i64, dy: i64| {
+    let distance = |scale: f64, dx: i64, dy: i64| {
         if edges.is_empty() {
             return EDGE_CAP;
         }
@@ -558,13 +539,24 @@ pub fn agreement(ids: &IdBuffers, target: &TargetPixels) -> Agreement {
             .sum();
         sum / edges.len() as f64
     };
+    let mut best = (f64::INFINITY, shift);
+    for dy in -ALIGN_REACH..=ALIGN_REACH {
+        for dx in -ALIGN_REACH..=ALIGN_REACH {
+            let d = distance(1.0, shift[0] + dx, shift[1] + dy);
+            if d < best.0 - 1e-12 {
+                best = (d, [shift[0] + dx, shift[1] + dy]);
+            }
+        }
+    }
+    let (mut edge_px, shift) = best;
+    // Then the scale, with the shift a pixel either way.
     let (mut scale, mut shift) = (1.0, shift);
     let steps = (SCALE_REACH / SCALE_STEP).round() as i64;
     for k in -steps..=steps {
         let s = 1.0 + k as f64 * SCALE_STEP;
         for dy in -1..=1 {
             for dx in -1..=1 {
-                let d = scaled_distance(s, best.1[0] + dx, best.1[1] + dy);
+                let d = distance(s, best.1[0] + dx, best.1[1] + dy);
                 if d < edge_px - 1e-12 {
                     (edge_px, scale, shift) = (d, s, [best.1[0] + dx, best.1[1] + dy]);
                 }

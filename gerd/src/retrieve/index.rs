@@ -319,6 +319,19 @@ impl RetrievalIndex {
 
     /// Read an index written by [`RetrievalIndex::save`], refusing one of another format or
     /// built by another embedder than `embedder_id`.
+    /// The parts an index holds (by ID, with their `part.json` digests), from its
+    /// `index.json` alone: no vectors, no graph.
+    pub fn parts_of(dir: &Path) -> Result<std::collections::BTreeMap<String, String>, GerdError> {
+        let meta_path = dir.join(META_FILE);
+        let text = std::fs::read_to_string(&meta_path).map_err(|e| GerdError::io(&meta_path, e))?;
+        #[derive(Deserialize)]
+        struct Head {
+            dataset: DatasetInfo,
+        }
+        let head: Head = serde_json::from_str(&text).map_err(|e| err(format!("{}: {e}", meta_path.display())))?;
+        Ok(head.dataset.part_digests)
+    }
+
     pub fn load(dir: &Path, embedder_id: &str) -> Result<RetrievalIndex, GerdError> {
         let meta_path = dir.join(META_FILE);
         if !meta_path.is_file() {
@@ -490,7 +503,9 @@ impl RetrievalIndex {
                 self.meta.dataset.version.get(..12).unwrap_or(&self.meta.dataset.version)
             )));
         }
-        let record = read_part(&dir)?;
+        // The bytes read for the digest are the record: read once.
+        let text = String::from_utf8(bytes).map_err(|e| err(format!("{}: {e}", path.display())))?;
+        let record = crate::record::parse_part(&text, &path)?;
         let step = record.steps.get(entry.step).filter(|s| s.before < record.states.len()).ok_or_else(|| {
             err(format!("{}: step {} is not in the record; rebuild the index", path.display(), entry.step))
         })?;

@@ -9,15 +9,14 @@
 //! and `index/` (GERD-RET). The index is written last, under another name and renamed, so a
 //! folder with `index/` holds a finished one.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 
 use crate::cli::WorkerArgs;
-use crate::cli::commands::gerd::{GenerateArgs, generate_shard, import_deepcad_files};
+use crate::cli::commands::gerd::{GenerateArgs, IndexArgs, SplitArg, generate_shard, import_deepcad_files};
 use crate::cli::env;
-use crate::cli::progress::Progress;
 use crate::cli::shard::ShardArgs;
 
 /// The generator's seed for the default index: one no evaluation, test or document here uses.
@@ -113,7 +112,15 @@ pub fn run(args: &DefaultIndexArgs) -> Result<ExitCode> {
         import_deepcad_files(path, &dataset, args.workers, gerd::import::Units::Auto, None, &args.worker)?;
     }
     let partial = home.join("index.partial");
-    build_index(&dataset, &partial)?;
+    crate::cli::commands::gerd::index(&IndexArgs {
+        dir: dataset.clone(),
+        split: SplitArg::Train,
+        out: partial.clone(),
+        lambda: 0.6,
+        embedder: "builtin".into(),
+        embed_model: None,
+        embed_url: None,
+    })?;
     std::fs::rename(&partial, &index)
         .with_context(|| format!("cannot rename {} to {}", partial.display(), index.display()))?;
     eprintln!(
@@ -122,20 +129,4 @@ pub fn run(args: &DefaultIndexArgs) -> Result<ExitCode> {
         index.display()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-fn build_index(dataset: &Path, out: &Path) -> Result<()> {
-    let bar = Progress::new("indexing", 0);
-    let mut embedder = gerd::retrieve::embed::Builtin;
-    let index = gerd::retrieve::RetrievalIndex::build(
-        dataset,
-        gerd::record::Split::Train,
-        &mut embedder,
-        0.6,
-        |done, total| bar.set(done, total),
-    )?;
-    bar.finish();
-    index.save(out)?;
-    eprintln!("indexed {} steps of {} parts", index.entries().len(), index.meta.dataset.parts);
-    Ok(())
 }

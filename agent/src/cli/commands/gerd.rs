@@ -521,7 +521,7 @@ impl SplitArg {
     }
 }
 
-fn index(args: &IndexArgs) -> Result<ExitCode> {
+pub(crate) fn index(args: &IndexArgs) -> Result<ExitCode> {
     if !args.dir.join(gerd::record::PARTS_DIR).is_dir() {
         bail!("{} is not a GERD dataset (no parts/)", args.dir.display());
     }
@@ -600,10 +600,7 @@ fn export_stage(args: &ExportArgs, stage: vision2cad::vlm::Stage) -> Result<Exit
     // Retrieval during the export must not see the exported parts: their own steps would be
     // the examples, and the answers would leak into the prompts.
     let indexed: std::collections::BTreeSet<String> = match (&config.rag_index, config.ablations.no_rag) {
-        (Some(index), false) => {
-            let id = gerd::retrieve::RetrievalIndex::embedder_of(index)?;
-            gerd::retrieve::RetrievalIndex::load(index, &id)?.meta.dataset.part_digests.keys().cloned().collect()
-        }
+        (Some(index), false) => gerd::retrieve::RetrievalIndex::parts_of(index)?.into_keys().collect(),
         _ => Default::default(),
     };
     let shard = args.shard.resolve()?;

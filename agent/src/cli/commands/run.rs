@@ -530,10 +530,9 @@ fn index_of(options: &[String]) -> Result<Option<PathBuf>> {
 /// retrieval index holds.
 fn check_index_holds_none_of(options: &[String], ids: &[String]) -> Result<()> {
     let Some(index) = index_of(options)? else { return Ok(()) };
-    let Ok(embedder) = gerd::retrieve::RetrievalIndex::embedder_of(&index) else {
+    let Ok(held) = gerd::retrieve::RetrievalIndex::parts_of(&index) else {
         return Ok(()); // reconstruct reports an unreadable index itself, with its reason
     };
-    let held = gerd::retrieve::RetrievalIndex::load(&index, &embedder)?.meta.dataset.part_digests;
     if let Some(id) = ids.iter().find(|id| held.contains_key(*id)) {
         bail!(
             "the retrieval index {} holds {id}, a part of this run: Stage 1 would be shown its own steps; \
