@@ -84,11 +84,11 @@ impl Engine<'_> {
         self.candidate(session, &mut sketches.to_vec(), command, turn)
     }
 
-    /// How far across its axis a revolve's profile may be put back on it: the fit's reach
+    /// How far across its axis a revolve's profile may be put back on it: [`fit::sketch::AXIS_REACH_PX`]
     /// for a point, in model units at the views' scale.
     pub(crate) fn axis_reach(&self) -> f64 {
         let px_per_unit = f64::from(self.config.view_size) * views::PREVIEW_FILL / 2.0 / self.sphere.radius;
-        fit::sketch::POINT_REACH_PX / px_per_unit
+        fit::sketch::AXIS_REACH_PX / px_per_unit
     }
 
     /// Remember a committed feature the step's fit moved, as the model drew it (the history

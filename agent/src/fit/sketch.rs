@@ -19,10 +19,19 @@ use views::{Camera, IdBuffers, NO_ENTITY};
 
 use super::{EDGE_CAP, TargetPixels};
 
-/// How far a point or radius may move, in pixels of the outline.
-pub const POINT_REACH_PX: f64 = 8.0;
+/// How far a point or radius may move, in pixels of the outline. The simulated reader's
+/// 1% of the window is about 4.5 px at the views' scale: at 8 px a tenth of its corners
+/// ended at the edge of the reach and were held where drawn (a notched block's cut kept
+/// 4.45 px of misfit); at 14 px they land, and the oracle's exact candidates still move
+/// nothing (the search goes to the nearest good value, not the best in reach).
+pub const POINT_REACH_PX: f64 = 14.0;
+/// How far across its own axis a revolve's profile may be put back on it
+/// ([`super::onto_axis`]), in pixels of the outline: a hair, not a fit.
+pub const AXIS_REACH_PX: f64 = 8.0;
 /// How far a depth may move, as a share of the model's value.
 pub const DEPTH_REACH: f64 = 0.25;
+/// The depth factor's search step at its coarsest, as a share of [`DEPTH_REACH`] (2 of 8).
+const DEPTH_STEPS: f64 = 8.0;
 /// Samples along a projected edge, one per this many pixels.
 const SAMPLE_SPACING_PX: f64 = 1.5;
 /// The search stops refining below this step (pixels).
@@ -333,7 +342,7 @@ fn search(
     let bounds = |c: Coordinate| -> (f64, f64, f64) {
         let origin = c.get(start);
         match c {
-            Coordinate::Depth => (1.0 - DEPTH_REACH, 1.0 + DEPTH_REACH, DEPTH_REACH / POINT_REACH_PX),
+            Coordinate::Depth => (1.0 - DEPTH_REACH, 1.0 + DEPTH_REACH, DEPTH_REACH / DEPTH_STEPS),
             Coordinate::Radius(_) => ((origin - reach).max(origin * 0.05), origin + reach, 1.0 / px_per_unit),
             Coordinate::Point(..) => (origin - reach, origin + reach, 1.0 / px_per_unit),
         }
