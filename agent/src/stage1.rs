@@ -66,6 +66,7 @@ impl Engine<'_> {
         feedback: &[String],
     ) -> Result<Asked<(Plan, Command)>, LoopError> {
         let start = Instant::now();
+        let target_extent = self.framed_mask.as_deref().and_then(|m| extent_text(m, self.config.view_size));
         let fill = Fill::default()
             .value("step", turn.step.to_string())
             .value("max_steps", self.config.max_steps.to_string())
@@ -76,6 +77,8 @@ impl Engine<'_> {
             .value("px_per_mm", format!("{:.3}", self.circle_px() / self.sphere.radius))
             .value("axis_px_per_mm", axis_scales(self.config.direction, self.circle_px() / self.sphere.radius))
             .flag("moved", self.moved.iter().any(|d| d.abs() >= 5e-5))
+            .flag("extent", target_extent.is_some())
+            .value("target_extent", target_extent.unwrap_or_default())
             .value("part_diameter", format!("{:.0}", 2.0 * self.sphere.radius))
             .value("direction", direction_text(self.config.direction))
             .value("axes", views::axes_on_screen(self.config.direction))
@@ -140,6 +143,18 @@ pub(crate) fn feedback_text(feedback: &[String]) -> String {
 pub(crate) fn direction_text(d: [f64; 3]) -> String {
     let n = |x: f64| if x == x.round() { format!("{x:.0}") } else { format!("{x:.3}") };
     format!("({}, {}, {})", n(d[0]), n(d[1]), n(d[2]))
+}
+
+/// Where the target's silhouette reaches in its framed picture (`size` pixels square), for
+/// Stage 1: `x 96 to 404 px and y 85 to 368 px from the top-left corner (309 by 284 px)`.
+/// Readers sized a base feature from the picture by eye and asked for these numbers.
+fn extent_text(mask: &[bool], size: u32) -> Option<String> {
+    let [left, right, top, bottom] = views::extent(mask, size as usize)?;
+    Some(format!(
+        "x {left} to {right} px and y {top} to {bottom} px from the top-left corner ({} by {} px)",
+        right - left + 1,
+        bottom - top + 1
+    ))
 }
 
 /// How long 1 mm along each model axis looks from `direction`, in pixels, at `px_per_mm`

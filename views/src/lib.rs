@@ -41,7 +41,7 @@ mod view;
 pub use camera::{Camera, ISOMETRIC, Projection, axes_on_screen};
 pub use glb::glb;
 pub use overlay::{
-    LINE_REACH, LineOverlap, ORIENTATION_BINS, Overlap, alignment, best_shift, distance_to, line_overlap,
+    LINE_REACH, LineOverlap, ORIENTATION_BINS, Overlap, alignment, best_shift, distance_to, extent, line_overlap,
     orientation_bin, oriented_distances, profile, silhouette, silhouette_overlap,
 };
 pub use raster::{IdBuffers, Style};

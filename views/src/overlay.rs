@@ -147,6 +147,21 @@ pub fn silhouette(ids: &IdBuffers) -> Vec<bool> {
     ids.covered.iter().zip(&ids.edge).map(|(&c, &e)| c || e != NO_ENTITY).collect()
 }
 
+/// Where a silhouette (`width` pixels a row, row by row) reaches: its leftmost and rightmost
+/// columns and its top and bottom rows, inclusive. `None` for an empty one.
+pub fn extent(mask: &[bool], width: usize) -> Option<[usize; 4]> {
+    let width = width.max(1);
+    let mut reach: Option<[usize; 4]> = None;
+    for (i, _) in mask.iter().enumerate().filter(|(_, m)| **m) {
+        let (x, y) = (i % width, i / width);
+        reach = Some(match reach {
+            None => [x, x, y, y],
+            Some([l, r, t, b]) => [l.min(x), r.max(x), t.min(y), b.max(y)],
+        });
+    }
+    reach
+}
+
 /// The shift (pixels, x right, y down) that lines silhouette `candidate` up with `target`
 /// (both `w` x `h`, row by row) as registration will after the step: the best overlap of
 /// their column and row profiles, a quarter of the picture at most either way.
@@ -428,6 +443,22 @@ mod tests {
         assert_eq!(taller.reach_px, [0, 0, 4, 0], "the target reaches 4 px further up");
         assert!(text.contains("left 0 px, right 0 px, up +4 px (+2.0 mm), down 0 px"), "{text}");
         assert!(same.describe(2.0).contains("agree within 1 px"), "{}", same.describe(2.0));
+    }
+}
+
+#[cfg(test)]
+mod extent_tests {
+    use super::*;
+
+    #[test]
+    fn a_silhouettes_extent_is_its_outermost_columns_and_rows() {
+        let w = 20usize;
+        let mut mask = vec![false; w * 10];
+        assert_eq!(extent(&mask, w), None);
+        mask[3 * w + 5] = true;
+        mask[7 * w + 2] = true;
+        mask[4 * w + 17] = true;
+        assert_eq!(extent(&mask, w), Some([2, 17, 3, 7]));
     }
 }
 

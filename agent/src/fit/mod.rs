@@ -267,7 +267,8 @@ pub fn fit_feature<E: From<BridgeError>>(
     };
     if !worth_building(proposal.before_px, proposal.after_px) {
         report.dropped = Some(format!(
-            "no drawing agrees better by {MIN_GAIN} px and half ({:.2} -> {:.2} px on the picture model)",
+            "no drawing agrees better by {MIN_GAIN} px leaving at most {MAX_LEFT} of the cost ({:.2} -> {:.2} px on the \
+             picture model)",
             proposal.before_px, proposal.after_px
         ));
         return done(report, None);

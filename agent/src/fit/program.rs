@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 use views::{IdBuffers, Options, Scene};
 
 use super::{
-    Agreement, FitReport, MIN_GAIN, MIN_MOVED_GAIN, TargetPixels, agreement, describe_changes, feature_of, moved_edges,
-    sketch,
+    Agreement, FitReport, MAX_LEFT, MIN_GAIN, MIN_MOVED_GAIN, TargetPixels, agreement, describe_changes, feature_of,
+    moved_edges, sketch,
 };
 
 /// What the fit at END did to one feature.
@@ -184,7 +184,8 @@ pub fn fit_program(
         let mut report = FitReport::unmoved(before.agreement, [proposal.before_px, proposal.after_px]);
         if !super::worth_building(proposal.before_px, proposal.after_px) {
             report.dropped = Some(format!(
-                "no drawing agrees better by {MIN_GAIN} px and half ({:.2} -> {:.2} px on the picture model)",
+                "no drawing agrees better by {MIN_GAIN} px leaving at most {MAX_LEFT} of the cost ({:.2} -> {:.2} px on the \
+             picture model)",
                 proposal.before_px, proposal.after_px
             ));
         } else {
