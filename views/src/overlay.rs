@@ -122,19 +122,8 @@ pub fn silhouette_overlap(ids: &IdBuffers, target: &[bool]) -> (RgbImage, Overla
             image.put_pixel(x as u32, y as u32, color);
         }
     }
-    let bounds = |mask: &dyn Fn(usize, usize) -> bool| {
-        let mut b = [i64::MAX, i64::MIN, i64::MAX, i64::MIN];
-        for y in 0..h {
-            for x in 0..w {
-                if mask(x, y) {
-                    b = [b[0].min(x as i64), b[1].max(x as i64), b[2].min(y as i64), b[3].max(y as i64)];
-                }
-            }
-        }
-        b
-    };
-    let (t, c) = (bounds(&|x, y| target[y * w + x]), bounds(&|x, y| candidate[y * w + x]));
-    if t[0] <= t[1] && c[0] <= c[1] {
+    if let (Some(t), Some(c)) = (extent(&target, w), extent(&candidate, w)) {
+        let (t, c) = (t.map(|v| v as i64), c.map(|v| v as i64));
         let c = [c[0] + shift[0], c[1] + shift[0], c[2] + shift[1], c[3] + shift[1]];
         overlap.reach_px = [c[0] - t[0], t[1] - c[1], c[2] - t[2], t[3] - c[3]];
     }

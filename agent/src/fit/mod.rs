@@ -58,6 +58,14 @@ pub const MAX_LEFT: f64 = 0.75;
 pub fn worth_building(before_px: f64, after_px: f64) -> bool {
     before_px - after_px >= MIN_GAIN && after_px <= MAX_LEFT * before_px
 }
+
+/// Why a proposal that is not [`worth_building`] was dropped, for the trace and the report.
+pub fn not_worth_building(before_px: f64, after_px: f64) -> String {
+    format!(
+        "no drawing agrees better by {MIN_GAIN} px leaving at most {MAX_LEFT} of the cost ({before_px:.2} -> \
+         {after_px:.2} px on the picture model)"
+    )
+}
 /// A built proposal is kept when the edges it moved lie this much closer (pixels, on
 /// average) to the target's lines than the edges they replaced ([`moved_edges`]).
 pub const MIN_MOVED_GAIN: f64 = 0.5;
@@ -268,11 +276,7 @@ pub fn fit_feature<E: From<BridgeError>>(
         Ok(Some((fitted, report)))
     };
     if !worth_building(proposal.before_px, proposal.after_px) {
-        report.dropped = Some(format!(
-            "no drawing agrees better by {MIN_GAIN} px leaving at most {MAX_LEFT} of the cost ({:.2} -> {:.2} px on the \
-             picture model)",
-            proposal.before_px, proposal.after_px
-        ));
+        report.dropped = Some(not_worth_building(proposal.before_px, proposal.after_px));
         return done(report, None);
     }
     let mut fitted_sketches = sketches.to_vec();

@@ -19,8 +19,7 @@ use serde::{Deserialize, Serialize};
 use views::{IdBuffers, Options, Scene};
 
 use super::{
-    Agreement, FitReport, MAX_LEFT, MIN_GAIN, MIN_MOVED_GAIN, TargetPixels, agreement, describe_changes, feature_of,
-    moved_edges, sketch,
+    Agreement, FitReport, MIN_MOVED_GAIN, TargetPixels, agreement, describe_changes, feature_of, moved_edges, sketch,
 };
 
 /// What the fit at END did to one feature.
@@ -183,11 +182,7 @@ pub fn fit_program(
         };
         let mut report = FitReport::unmoved(before.agreement, [proposal.before_px, proposal.after_px]);
         if !super::worth_building(proposal.before_px, proposal.after_px) {
-            report.dropped = Some(format!(
-                "no drawing agrees better by {MIN_GAIN} px leaving at most {MAX_LEFT} of the cost ({:.2} -> {:.2} px on the \
-             picture model)",
-                proposal.before_px, proposal.after_px
-            ));
+            report.dropped = Some(super::not_worth_building(proposal.before_px, proposal.after_px));
         } else {
             let mut candidate = current.clone();
             candidate.commands[j] = Command::Sketch(proposal.sketch.clone());
