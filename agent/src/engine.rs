@@ -404,7 +404,8 @@ impl Engine<'_> {
         let shown = self.target_as_shown();
         self.save(&shown, "target.png")?;
         let mut finished = false;
-        kernel(&mut self.timing, session, |s| s.reset().map(|_| ()))?;
+        // A worker that has served nothing: a resumed program is numbered as it was when it ran.
+        kernel(&mut self.timing, session, |s| s.fresh_start())?;
         if resume {
             finished = self.replay(session)?;
         } else {
@@ -817,15 +818,23 @@ impl Engine<'_> {
             self.rollback(session)?;
             return Ok(retry);
         }
-        if let Err(e) = kernel(&mut self.timing, session, |s| s.execute(&command)) {
+        let fitted_from = self.fitted_from.take();
+        let committed: Vec<Command> = switch
+            .iter()
+            .cloned()
+            .chain(sketches.iter().cloned().map(Command::Sketch))
+            .chain([command.clone()])
+            .collect();
+        // The step is built again from the start in a new worker: what the next step is shown.
+        let mut program = self.history.clone();
+        program.extend(committed.iter().cloned());
+        if let Err(failed) = self.replay_fresh(session, &program)? {
             self.rollback(session)?;
-            return self.failed_candidate(turn, e.to_string());
+            return self.failed_candidate(turn, crate::engine_replay::replay_failure(&failed, self.history.len()));
         }
-        if let Some((drawn, drawn_command)) = self.fitted_from.take() {
+        if let Some((drawn, drawn_command)) = fitted_from {
             self.record_as_drawn(switch.is_some(), &sketches, &drawn, &command, drawn_command);
         }
-        let committed: Vec<Command> =
-            switch.into_iter().chain(sketches.into_iter().map(Command::Sketch)).chain([command]).collect();
         self.emit(TraceEvent::Execute(Execution::committed(turn.step, turn.attempt, turn.verify, committed.clone())))?;
         self.history_notes.extend(committed.iter().map(|c| crate::stage1::reference_note(state, c)));
         self.history_kinds.extend(committed.iter().map(|c| crate::revise::kinds(state, c)));
@@ -900,16 +909,6 @@ impl Engine<'_> {
                 Ok(Err(CandidateFailure { reason: e.to_string(), unsolvable_sketch: None }))
             }
         }
-    }
-
-    /// Back to the accepted commands: the document as it was before the attempt.
-    pub(crate) fn rollback(&mut self, session: &mut Session) -> Result<(), LoopError> {
-        let history = self.history.clone();
-        kernel(&mut self.timing, session, |s| {
-            s.reset()?;
-            history.iter().try_for_each(|c| s.execute(c).map(|_| ()))
-        })?;
-        Ok(())
     }
 
     /// Refit S_t to the current model (Reg).

@@ -35,6 +35,7 @@ pub mod config;
 pub mod direct_code;
 pub mod engine;
 mod engine_fit;
+mod engine_replay;
 pub mod error;
 pub mod events;
 pub mod fit;

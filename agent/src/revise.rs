@@ -284,6 +284,20 @@ impl Engine<'_> {
             self.rollback(session)?;
             return Ok(retry);
         }
+        // Built again from the start in a new worker: what the next step is shown
+        // ([`Engine::replay_fresh`]).
+        if let Err(failed) = self.replay_fresh(session, &revised)? {
+            self.rollback(session)?;
+            return self.failed_candidate(
+                turn,
+                format!(
+                    "the revised program previewed, but does not build again from the start ([{}] ({}): {})",
+                    failed.index + 1,
+                    failed.op,
+                    failed.error
+                ),
+            );
+        }
         let changed = numbers.iter().map(|n| revised[n - 1].clone()).collect();
         let mut execution = Execution::committed(turn.step, turn.attempt, turn.verify, changed);
         execution.revises = Some(revision.number);

@@ -14,7 +14,8 @@
 
 use std::time::Instant;
 
-use freecad_bridge::{BridgeError, Command, Program, Session};
+use freecad_bridge::state::Frame;
+use freecad_bridge::{BridgeError, Command, Program, Session, StepError};
 use serde::{Deserialize, Serialize};
 use views::{IdBuffers, Options, Scene};
 
@@ -62,16 +63,47 @@ impl ProgramFit {
         self.features.iter().filter(|f| f.report.kept()).count()
     }
 
-    /// A new document holding `program`, counted; the program as solved and how it built.
-    fn rebuild(
+    /// `program` built from the start in a worker that has served nothing yet, numbered as a
+    /// replay of it is in any process (a worker that built other shapes first may split
+    /// faces otherwise, and a sketch's face would be another): the program as solved, each
+    /// sketch's frame and the finished model's picture; or the command that failed. Counted.
+    fn build(
         &mut self,
         session: &mut Session,
         program: &Program,
-    ) -> Result<(Program, Result<(), freecad_bridge::StepError>), BridgeError> {
-        session.reset()?;
+        view: &View<'_>,
+    ) -> Result<Result<Build, StepError>, BridgeError> {
+        session.fresh_start()?;
         self.rebuilds += 1;
-        Ok(session.execute_program_solved(program))
+        let mut solved = Program { commands: Vec::with_capacity(program.commands.len()), ..program.clone() };
+        let mut frames = Vec::with_capacity(program.commands.len());
+        for (index, command) in program.commands.iter().enumerate() {
+            match session.execute(command) {
+                Ok(executed) => {
+                    solved.commands.push(command.as_solved(&executed));
+                    frames.push(executed.frame);
+                }
+                Err(error) => return Ok(Err(StepError { index, op: command.op().into(), error })),
+            }
+        }
+        let picture = picture(session, view)?;
+        Ok(Ok(Build { solved, frames, picture }))
     }
+}
+
+/// The target and how the finished model is seen.
+struct View<'a> {
+    target: &'a TargetPixels,
+    opts: &'a Options,
+    deflection: f64,
+}
+
+/// A program as one build left it ([`ProgramFit::build`]).
+struct Build {
+    solved: Program,
+    /// The frame of each command's sketch (or plane), by the command's index.
+    frames: Vec<Option<Frame>>,
+    picture: Picture,
 }
 
 /// The finished model as the fit sees it: its render, its agreement with the target.
@@ -87,22 +119,18 @@ impl Picture {
     }
 }
 
-fn picture(
-    session: &mut Session,
-    target: &TargetPixels,
-    opts: &Options,
-    deflection: f64,
-) -> Result<Picture, BridgeError> {
-    let tessellation = session.tessellate(deflection, 0.2)?;
+fn picture(session: &mut Session, view: &View<'_>) -> Result<Picture, BridgeError> {
+    let tessellation = session.tessellate(view.deflection, 0.2)?;
     let scene = Scene::new(&tessellation, session.state());
-    let ids = views::outline(&scene, opts);
-    let agreement = agreement(&ids, target);
-    Ok(Picture { agreement, camera: views::outline_camera(&scene, opts), ids })
+    let ids = views::outline(&scene, view.opts);
+    let agreement = agreement(&ids, view.target);
+    Ok(Picture { agreement, camera: views::outline_camera(&scene, view.opts), ids })
 }
 
 /// Fit every extrusion and revolve of `program` (as solved) to the target, in program order.
 /// Returns the program to keep (as solved) and what was done; the session then holds that
-/// program's document. A program that does not rebuild is returned as it is.
+/// program's document, built from the start in a new worker. A program that does not
+/// rebuild is an error.
 pub fn fit_program(
     session: &mut Session,
     program: &Program,
@@ -112,8 +140,12 @@ pub fn fit_program(
     deflection: f64,
 ) -> Result<(Program, ProgramFit), BridgeError> {
     let started = Instant::now();
+    let view = View { target, opts, deflection };
     let mut current = program.clone();
     let mut done = ProgramFit { features: Vec::new(), rebuilds: 0, seconds: 0.0 };
+    // The current program's build, and whether the session still holds it.
+    let mut built = done.build(session, &current, &view)?.map_err(|e| e.error)?;
+    let mut holds_current = true;
     // First the steps' own fits, judged again against the whole target.
     for drawn in as_drawn {
         let unchanged = current.commands.get(drawn.sketch) == Some(&drawn.fitted.0)
@@ -122,27 +154,21 @@ pub fn fit_program(
             continue;
         }
         let feature_started = Instant::now();
-        if done.rebuild(session, &current)?.1.is_err() {
-            break;
-        }
-        let before = picture(session, target, opts, deflection)?;
         let mut candidate = current.clone();
         candidate.commands[drawn.sketch] = drawn.drawn.0.clone();
         candidate.commands[drawn.command] = drawn.drawn.1.clone();
-        let (solved, built) = done.rebuild(session, &candidate)?;
-        if built.is_err() {
+        let Ok(after) = done.build(session, &candidate, &view)? else {
+            holds_current = false;
             continue;
-        }
-        let after = picture(session, target, opts, deflection)?;
-        let moved = moved_edges((&before.ids, before.alignment()), (&after.ids, after.alignment()), target);
-        let undone = moved.closer_by() >= MIN_MOVED_GAIN && after.agreement.cost() <= before.agreement.cost();
-        if undone {
-            current = solved;
-        }
+        };
+        let before = &built.picture;
+        let moved =
+            moved_edges((&before.ids, before.alignment()), (&after.picture.ids, after.picture.alignment()), target);
+        let undone = moved.closer_by() >= MIN_MOVED_GAIN && after.picture.agreement.cost() <= before.agreement.cost();
         done.features.push(FeatureFit {
             command: drawn.command,
             report: FitReport {
-                after: if undone { after.agreement } else { before.agreement },
+                after: if undone { after.picture.agreement } else { before.agreement },
                 moved: Some(moved),
                 dropped: (!undone).then(|| "the step's fit holds against the whole target".to_string()),
                 evaluations: 1,
@@ -151,6 +177,11 @@ pub fn fit_program(
             },
             undone,
         });
+        holds_current = undone;
+        if undone {
+            current = after.solved.clone();
+            built = after;
+        }
     }
     let features: Vec<(usize, usize)> = program
         .commands
@@ -160,27 +191,18 @@ pub fn fit_program(
         .collect();
     for (j, k) in features {
         let feature_started = Instant::now();
-        // The document up to the sketch (for the plane it is drawn on), then the rest.
-        session.reset()?;
-        done.rebuilds += 1;
-        let (head, tail) = current.commands.split_at(j);
-        if head.iter().try_for_each(|c| session.execute(c).map(|_| ())).is_err() {
-            break;
-        }
-        let Command::Sketch(drawn) = &tail[0] else { continue };
-        let frame = session.plane_frame(&drawn.on)?;
-        if tail.iter().try_for_each(|c| session.execute(c).map(|_| ())).is_err() {
-            break;
-        }
-        let before = picture(session, target, opts, deflection)?;
+        let (Command::Sketch(drawn), Some(frame)) = (&current.commands[j], built.frames[j]) else { continue };
+        let drawn = drawn.clone();
         let sketches = vec![drawn.clone()];
         let Some((_, feature)) = feature_of(&sketches, &current.commands[k]) else { continue };
+        let before = &built.picture;
         let Some(proposal) =
-            sketch::propose(drawn, &feature, &frame, &before.camera, &before.ids, before.alignment(), target)
+            sketch::propose(&drawn, &feature, &frame, &before.camera, &before.ids, before.alignment(), target)
         else {
             continue;
         };
         let mut report = FitReport::unmoved(before.agreement, [proposal.before_px, proposal.after_px]);
+        let mut kept = None;
         if !super::worth_building(proposal.before_px, proposal.after_px) {
             report.dropped = Some(super::not_worth_building(proposal.before_px, proposal.after_px));
         } else {
@@ -190,22 +212,22 @@ pub fn fit_program(
                 candidate.commands[k] = Command::Extrude(e.clone());
             }
             report.evaluations += 1;
-            let (solved, built) = done.rebuild(session, &candidate)?;
-            match built {
-                Ok(()) => {
-                    let after = picture(session, target, opts, deflection)?;
-                    let moved = moved_edges((&before.ids, before.alignment()), (&after.ids, after.alignment()), target);
+            holds_current = false;
+            match done.build(session, &candidate, &view)? {
+                Ok(after) => {
+                    let p = &after.picture;
+                    let moved = moved_edges((&before.ids, before.alignment()), (&p.ids, p.alignment()), target);
                     report.moved = Some(moved);
-                    if moved.closer_by() >= MIN_MOVED_GAIN && after.agreement.cost() <= before.agreement.cost() {
-                        report.after = after.agreement;
+                    if moved.closer_by() >= MIN_MOVED_GAIN && p.agreement.cost() <= before.agreement.cost() {
+                        report.after = p.agreement;
                         describe_changes(
                             &mut report,
-                            drawn,
+                            &drawn,
                             &proposal.sketch,
                             &current.commands[k],
                             &candidate.commands[k],
                         );
-                        current = solved;
+                        kept = Some(after);
                     } else {
                         report.dropped = Some(format!(
                             "in the rebuilt model the moved edges lie {:.2} px from the target's lines against {:.2} px \
@@ -217,18 +239,22 @@ pub fn fit_program(
                 Err(e) => report.dropped = Some(format!("the program no longer builds with it: {}", e.error)),
             }
         }
+        if let Some(after) = kept {
+            current = after.solved.clone();
+            built = after;
+            holds_current = true;
+        }
         report.seconds = feature_started.elapsed().as_secs_f64();
         done.features.push(FeatureFit { command: k, report, undone: false });
     }
     // The session holds the program that is kept: the one given, to the bit, when nothing
     // moved (a rebuild solves its sketches again, to about 1e-12 of where they were).
-    let changed = current != *program;
-    let (solved, built) = done.rebuild(session, &current)?;
-    done.seconds = started.elapsed().as_secs_f64();
-    match built {
-        Ok(()) => Ok((if changed { solved } else { program.clone() }, done)),
-        Err(e) => Err(e.error),
+    if !holds_current {
+        done.build(session, &current, &view)?.map_err(|e| e.error)?;
     }
+    done.seconds = started.elapsed().as_secs_f64();
+    let changed = current != *program;
+    Ok((if changed { current } else { program.clone() }, done))
 }
 
 /// The index of the sketch a feature is drawn on, when the feature is one the fit moves and

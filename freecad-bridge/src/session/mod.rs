@@ -117,6 +117,10 @@ pub struct Session {
     replacements: usize,
     /// Requests the current worker has served since it started (the replay included).
     served: usize,
+    /// The next worker for [`Session::fresh_start`], starting in the background: a caller
+    /// that starts over often (the loop rebuilds every accepted step in a new worker) then
+    /// does not wait for FreeCAD to load each time.
+    spare: Option<std::thread::JoinHandle<Result<WorkerProcess, CallError>>>,
 }
 
 impl Session {
@@ -133,6 +137,7 @@ impl Session {
             renumberings: Vec::new(),
             replacements: 0,
             served: 0,
+            spare: None,
         })
     }
 
@@ -359,6 +364,9 @@ impl Session {
     /// current one is still untouched). FreeCAD's results depend on what its process did
     /// before (the solver and the booleans order by memory address): work that must give the
     /// same numbers in every run, such as scoring a sample, starts here.
+    ///
+    /// The new worker is the spare started by the previous call, when it started well, and
+    /// another spare is started in the background for the next call.
     pub fn fresh_start(&mut self) -> Result<(), BridgeError> {
         self.log.clear();
         self.state = ModelState::empty();
@@ -366,7 +374,16 @@ impl Session {
         self.id_map = None;
         if self.worker.is_none() || self.served > 0 {
             self.worker = None;
-            self.rebuild().map_err(BridgeError::Worker)?;
+            match self.spare.take().map(|spare| spare.join()) {
+                Some(Ok(Ok(worker))) => {
+                    self.worker = Some(worker);
+                    self.served = 0;
+                }
+                // A spare that failed to start: start one here, and hear why if it fails again.
+                _ => self.rebuild().map_err(BridgeError::Worker)?,
+            }
+            let config = self.config.clone();
+            self.spare = Some(std::thread::spawn(move || WorkerProcess::spawn(&config)));
         }
         Ok(())
     }
@@ -428,6 +445,16 @@ impl Session {
         match self.call(Request::PlaneFrame { on: on.to_string() }, false)? {
             Ok(v) => serde_json::from_value(v).map_err(|e| protocol(format!("bad frame: {e}"))),
             Err(refusal) => Err(refusal.command(op)),
+        }
+    }
+}
+
+impl Drop for Session {
+    /// A spare still starting is waited for and stopped, so its process and its FreeCAD home
+    /// folder do not outlive the session.
+    fn drop(&mut self) {
+        if let Some(spare) = self.spare.take() {
+            drop(spare.join());
         }
     }
 }

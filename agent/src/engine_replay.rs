@@ -1,0 +1,62 @@
+//! The engine's side of "same program, same part": the document the model is shown and
+//! builds on is the one the accepted commands give when replayed from the start in a new
+//! worker, as `exec`, a resumed run and the fit at END build them
+//! (docs/freecad-bridge.md, "Same program, same part").
+
+use freecad_bridge::{BridgeError, Command, Session, StepError};
+
+use crate::engine::{Engine, kernel};
+use crate::error::LoopError;
+
+impl Engine<'_> {
+    /// Back to the accepted commands: the document as it was before the attempt, as the
+    /// program gives it in any process ([`Engine::replay_fresh`]).
+    pub(crate) fn rollback(&mut self, session: &mut Session) -> Result<(), LoopError> {
+        let history = self.history.clone();
+        match self.replay_fresh(session, &history)? {
+            Ok(()) => Ok(()),
+            Err(failed) => Err(failed.error.into()),
+        }
+    }
+
+    /// `commands` executed in a worker that has served nothing yet: the document, entity
+    /// numbers included, that the program gives in any process (`exec`, a resumed run, the
+    /// fit at END). A worker that built other shapes first can split faces differently where
+    /// two solids meet on a plane (its booleans order their maps by memory address): a step
+    /// built on top of the previewed document once named a plane F9 that a replay of the
+    /// saved program numbers as a cylinder, and the program no longer built. So the model is
+    /// shown, and builds on, the replayed document. Outer error: the worker failed; inner:
+    /// the command the kernel refused.
+    pub(crate) fn replay_fresh(
+        &mut self,
+        session: &mut Session,
+        commands: &[Command],
+    ) -> Result<Result<(), StepError>, LoopError> {
+        kernel(&mut self.timing, session, |s| s.fresh_start())?;
+        for (index, c) in commands.iter().enumerate() {
+            match kernel(&mut self.timing, session, |s| s.execute(c)) {
+                Ok(_) => {}
+                Err(error @ (BridgeError::Command { .. } | BridgeError::Parameters { .. })) => {
+                    return Ok(Err(StepError { index, op: c.op().into(), error }));
+                }
+                Err(other) => return Err(other.into()),
+            }
+        }
+        Ok(Ok(()))
+    }
+}
+
+/// Why a step that previewed well did not build when its program was replayed from the start
+/// ([`Engine::replay_fresh`]); `accepted` commands came before the step.
+pub(crate) fn replay_failure(failed: &StepError, accepted: usize) -> String {
+    let which = if failed.index >= accepted {
+        format!("its command {} ({})", failed.index - accepted + 1, failed.op)
+    } else {
+        format!("the accepted command [{}] ({})", failed.index + 1, failed.op)
+    };
+    format!(
+        "it previewed, but the program with it does not build again from the start ({which}: {}); the kernel \
+         decides such a case by a hair, so change the feature a little (a size, or where it meets the model)",
+        failed.error
+    )
+}
