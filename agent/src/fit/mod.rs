@@ -6,8 +6,8 @@
 //! [`sketch::POINT_REACH_PX`] pixels' worth, the depth up to [`sketch::DEPTH_REACH`]) to
 //! where the feature's edges, seen from the target's direction at S_t's framing, lie on the
 //! target's drawn lines. Only the target image and the harness's own renders are used. The
-//! structure never changes: the same primitives, constraints (stated radii and lengths
-//! follow the fitted geometry), references and operation.
+//! structure never changes: the same primitives, constraints (stated radii, lengths and
+//! distances follow the fitted geometry: [`dimensions`]), references and operation.
 //!
 //! Features not built yet are the trap: the target shows the whole part while the model holds
 //! only some of it, so a fit that rewards covering the target's silhouette grows a base plate
@@ -24,6 +24,7 @@
 //! whole picture would drown one feature's edges in the rest of the model); otherwise the
 //! candidate is rebuilt as drawn.
 
+pub mod dimensions;
 pub mod program;
 pub mod sketch;
 
@@ -265,9 +266,16 @@ pub fn fit_feature<E: From<BridgeError>>(
     let before = agreement(&ids, target);
     let camera = views::outline_camera(&scene, opts);
     let frame = session.plane_frame(&sketches[index].on)?;
-    let Some(proposal) =
-        sketch::propose(&sketches[index], &feature, &frame, &camera, &ids, before.alignment(ids.width), target)
-    else {
+    let Some(proposal) = sketch::propose(
+        &sketches[index],
+        &feature,
+        session.state(),
+        &frame,
+        &camera,
+        &ids,
+        before.alignment(ids.width),
+        target,
+    ) else {
         return Ok(None);
     };
     let mut report = FitReport::unmoved(before, [proposal.before_px, proposal.after_px]);

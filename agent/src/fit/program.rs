@@ -14,7 +14,7 @@
 
 use std::time::Instant;
 
-use freecad_bridge::state::Frame;
+use freecad_bridge::state::{Frame, ModelState};
 use freecad_bridge::{BridgeError, Command, Program, Session, StepError};
 use serde::{Deserialize, Serialize};
 use views::{IdBuffers, Options, Scene};
@@ -77,7 +77,9 @@ impl ProgramFit {
         self.rebuilds += 1;
         let mut solved = Program { commands: Vec::with_capacity(program.commands.len()), ..program.clone() };
         let mut frames = Vec::with_capacity(program.commands.len());
+        let mut states = Vec::with_capacity(program.commands.len());
         for (index, command) in program.commands.iter().enumerate() {
+            states.push(matches!(command, Command::Sketch(_)).then(|| session.state().clone()));
             match session.execute(command) {
                 Ok(executed) => {
                     solved.commands.push(command.as_solved(&executed));
@@ -87,7 +89,7 @@ impl ProgramFit {
             }
         }
         let picture = picture(session, view)?;
-        Ok(Ok(Build { solved, frames, picture }))
+        Ok(Ok(Build { solved, frames, states, picture }))
     }
 }
 
@@ -103,6 +105,8 @@ struct Build {
     solved: Program,
     /// The frame of each command's sketch (or plane), by the command's index.
     frames: Vec<Option<Frame>>,
+    /// The model each sketch was drawn on, by the command's index (the entities its ties name).
+    states: Vec<Option<ModelState>>,
     picture: Picture,
 }
 
@@ -191,13 +195,17 @@ pub fn fit_program(
         .collect();
     for (j, k) in features {
         let feature_started = Instant::now();
-        let (Command::Sketch(drawn), Some(frame)) = (&current.commands[j], built.frames[j]) else { continue };
+        let (Command::Sketch(drawn), Some(frame), Some(state)) =
+            (&current.commands[j], built.frames[j], built.states[j].as_ref())
+        else {
+            continue;
+        };
         let drawn = drawn.clone();
         let sketches = vec![drawn.clone()];
         let Some((_, feature)) = feature_of(&sketches, &current.commands[k]) else { continue };
         let before = &built.picture;
         let Some(proposal) =
-            sketch::propose(&drawn, &feature, &frame, &before.camera, &before.ids, before.alignment(), target)
+            sketch::propose(&drawn, &feature, state, &frame, &before.camera, &before.ids, before.alignment(), target)
         else {
             continue;
         };

@@ -13,7 +13,7 @@
 
 use freecad_bridge::command::{Extent, Extrude, Primitive, Sketch};
 use freecad_bridge::geometry::circumcircle;
-use freecad_bridge::state::Frame;
+use freecad_bridge::state::{Frame, ModelState};
 use nalgebra::{Point3, Vector3};
 use views::{Camera, IdBuffers, NO_ENTITY};
 
@@ -213,6 +213,7 @@ pub enum Feature {
 pub fn propose(
     sketch: &Sketch,
     feature: &Feature,
+    state: &ModelState,
     frame: &Frame,
     camera: &Camera,
     ids: &IdBuffers,
@@ -262,7 +263,7 @@ pub fn propose(
         matches!(motion, Motion::Extrude { depth } if depth > 0.0) && samples.iter().any(|c| !is_on_plane(&c.sample));
     let (best, after_px) = search(&numbers, &cost, reach, px_per_unit, fits_depth);
     let mut fitted = sketch.clone();
-    apply(&mut fitted, &best);
+    apply(&mut fitted, &best, Some(super::dimensions::Existing { state, frame }));
     let feature = match feature {
         Feature::Extrude(extrude) => {
             let mut extrude = extrude.clone();
@@ -554,7 +555,7 @@ fn counted_samples(model: &Model, n: &Numbers, copies: &[f64], spans: &[(f64, f6
 }
 
 /// Write the fitted numbers back into the drawing, primitive by primitive.
-fn apply(sketch: &mut Sketch, fitted: &Numbers) {
+fn apply(sketch: &mut Sketch, fitted: &Numbers, existing: Option<super::dimensions::Existing<'_>>) {
     let (_, shapes) = numbers_of(sketch);
     for (k, shape) in shapes {
         match (&mut sketch.primitives[k], shape) {
@@ -577,30 +578,7 @@ fn apply(sketch: &mut Sketch, fitted: &Numbers) {
     }
     // Dimensions the drawing states follow the fitted geometry: the solver would otherwise
     // pull the numbers back to the model's.
-    update_dimensions(sketch);
-}
-
-fn update_dimensions(sketch: &mut Sketch) {
-    use freecad_bridge::command::{Constraint, CurveRef};
-    let primitives = sketch.primitives.clone();
-    for constraint in &mut sketch.constraints {
-        if let Constraint::Radius { curve: CurveRef::Own(index), value } = constraint {
-            match primitives.get(*index) {
-                Some(Primitive::Circle { radius, .. } | Primitive::CenterArc { radius, .. }) => *value = *radius,
-                Some(Primitive::Arc { start, mid, end, .. }) => {
-                    if let Some((_, r)) = circumcircle(*start, *mid, *end) {
-                        *value = r;
-                    }
-                }
-                _ => {}
-            }
-        }
-        if let Constraint::Length { line: CurveRef::Own(index), value } = constraint
-            && let Some(Primitive::Line { start, end, .. }) = primitives.get(*index)
-        {
-            *value = (end[0] - start[0]).hypot(end[1] - start[1]);
-        }
-    }
+    super::dimensions::follow_geometry(sketch, existing);
 }
 
 fn scale_depth(extent: &mut Extent, factor: f64) {
@@ -703,6 +681,7 @@ mod tests {
             propose(
                 &rectangle("S1", TRUE),
                 &Feature::Extrude(pad(depth)),
+                &ModelState::empty(),
                 &xy(),
                 &camera(),
                 &ids_of(&mask),
@@ -738,9 +717,17 @@ mod tests {
         let mut drawn = TRUE;
         drawn[2] = [21.5, 16.0];
         let ids = ids_of(&drawn_box(drawn, 10.0));
-        let proposal =
-            propose(&rectangle("S1", drawn), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, still(), &target)
-                .expect("the drawing's edges are drawn");
+        let proposal = propose(
+            &rectangle("S1", drawn),
+            &Feature::Extrude(pad(10.0)),
+            &ModelState::empty(),
+            &xy(),
+            &camera(),
+            &ids,
+            still(),
+            &target,
+        )
+        .expect("the drawing's edges are drawn");
         assert!(super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
         let Primitive::Line { start, .. } = proposal.sketch.primitives[2] else { panic!("a line") };
         // From 1.8 mm (5.4 px) off to within the width of a drawn line (a line is a band of
@@ -787,6 +774,7 @@ mod tests {
         let proposal = propose(
             &rectangle("S1", TRUE),
             &Feature::Extrude(pad(10.0)),
+            &ModelState::empty(),
             &xy(),
             &camera,
             &ids_of(&plate),
@@ -804,9 +792,17 @@ mod tests {
         let lines = drawn_box(TRUE, 12.0);
         let target = TargetPixels::new(SIZE, lines.clone(), &lines);
         let ids = ids_of(&drawn_box(TRUE, 10.0));
-        let proposal =
-            propose(&rectangle("S1", TRUE), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, still(), &target)
-                .expect("scored");
+        let proposal = propose(
+            &rectangle("S1", TRUE),
+            &Feature::Extrude(pad(10.0)),
+            &ModelState::empty(),
+            &xy(),
+            &camera(),
+            &ids,
+            still(),
+            &target,
+        )
+        .expect("scored");
         let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
         assert!((depth_of(&e.extent).expect("depth") - 12.0).abs() < 0.4, "{:?}", e.extent);
     }
@@ -816,9 +812,17 @@ mod tests {
         let lines = drawn_box(TRUE, 10.0);
         let target = TargetPixels::new(SIZE, lines.clone(), &lines);
         let ids = ids_of(&lines);
-        let exact =
-            propose(&rectangle("S1", TRUE), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, still(), &target)
-                .expect("scored");
+        let exact = propose(
+            &rectangle("S1", TRUE),
+            &Feature::Extrude(pad(10.0)),
+            &ModelState::empty(),
+            &xy(),
+            &camera(),
+            &ids,
+            still(),
+            &target,
+        )
+        .expect("scored");
         assert!(!super::super::worth_building(exact.before_px, exact.after_px), "{exact:?}");
         assert!(exact.before_px < 1.0, "an exact drawing lies on the lines: {exact:?}");
         // A corner 8 mm off (24 px, three times the reach): the target's line is out of reach,
@@ -826,9 +830,17 @@ mod tests {
         let mut far = TRUE;
         far[2] = [28.0, 15.0];
         let ids = ids_of(&drawn_box(far, 10.0));
-        let proposal =
-            propose(&rectangle("S1", far), &Feature::Extrude(pad(10.0)), &xy(), &camera(), &ids, still(), &target)
-                .expect("scored");
+        let proposal = propose(
+            &rectangle("S1", far),
+            &Feature::Extrude(pad(10.0)),
+            &ModelState::empty(),
+            &xy(),
+            &camera(),
+            &ids,
+            still(),
+            &target,
+        )
+        .expect("scored");
         let reach = POINT_REACH_PX / pixels_per_unit(&camera());
         for (p, q) in proposal.sketch.primitives.iter().zip(&rectangle("S1", far).primitives) {
             let (Primitive::Line { start: a, .. }, Primitive::Line { start: b, .. }) = (p, q) else { panic!() };
@@ -860,7 +872,8 @@ mod tests {
         sketch.on = "XZ".into();
         let feature = Feature::Revolve { point: [0.0, 0.0], direction: [0.0, 1.0], angle: 360.0 };
         let proposal =
-            propose(&sketch, &feature, &xz, &camera, &ids_of(&disc(18.8)), still(), &target).expect("scored");
+            propose(&sketch, &feature, &ModelState::empty(), &xz, &camera, &ids_of(&disc(18.8)), still(), &target)
+                .expect("scored");
         let Primitive::Line { start, end, .. } = proposal.sketch.primitives[1] else { panic!("a line") };
         assert!((start[0] - 20.0).abs() < 0.6 && (end[0] - 20.0).abs() < 0.6, "{start:?} {end:?}");
     }
