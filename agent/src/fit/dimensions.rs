@@ -5,7 +5,7 @@
 //! edge of a plate), which is measured in the sketch's coordinates: the model's edges and
 //! vertices projected onto its plane.
 
-use freecad_bridge::command::{Constraint, CurveRef, PointPos, PointRef, Primitive, Sketch};
+use freecad_bridge::command::{Constraint, CurveRef, EntityId, EntityKind, PointPos, PointRef, Primitive, Sketch};
 use freecad_bridge::geometry::circumcircle;
 use freecad_bridge::state::{EdgeKind, Frame, ModelState};
 
@@ -17,42 +17,49 @@ pub struct Existing<'a> {
 }
 
 impl Existing<'_> {
-    fn point(&self, at: &PointRef, primitives: &[Primitive]) -> Option<[f64; 2]> {
-        match at {
-            PointRef::Own(index, pos) => own_point(primitives.get(*index)?, *pos),
-            PointRef::Edge(id, pos) => {
-                let id = id.to_string();
-                let edge = self.state.edges.iter().find(|e| e.id == id)?;
-                let p = match pos {
-                    PointPos::Start => edge.start?,
-                    PointPos::End => edge.end?,
-                    PointPos::Center => edge.center?,
-                };
-                Some(self.frame.to_local(p))
-            }
-            PointRef::Vertex(id) => {
-                let id = id.to_string();
-                Some(self.frame.to_local(self.state.vertices.iter().find(|v| v.id == id)?.point))
-            }
-            PointRef::Origin => Some([0.0, 0.0]),
-        }
+    /// An edge's point, in the sketch's coordinates.
+    fn edge_point(&self, id: EntityId, pos: PointPos) -> Option<[f64; 2]> {
+        let edge = self.state.edge(id)?;
+        let p = match pos {
+            PointPos::Start => edge.start?,
+            PointPos::End => edge.end?,
+            PointPos::Center => edge.center?,
+        };
+        Some(self.frame.to_local(p))
     }
 
-    /// A straight line through two of its points.
-    fn line(&self, at: &CurveRef, primitives: &[Primitive]) -> Option<([f64; 2], [f64; 2])> {
-        match at {
-            CurveRef::Own(index) => match primitives.get(*index)? {
-                Primitive::Line { start, end, .. } => Some((*start, *end)),
-                _ => None,
-            },
-            CurveRef::Edge(id) => {
-                let id = id.to_string();
-                let edge = self.state.edges.iter().find(|e| e.id == id && e.kind == EdgeKind::Line)?;
-                Some((self.frame.to_local(edge.start?), self.frame.to_local(edge.end?)))
-            }
-            CurveRef::HAxis => Some(([0.0, 0.0], [1.0, 0.0])),
-            CurveRef::VAxis => Some(([0.0, 0.0], [0.0, 1.0])),
-        }
+    fn vertex(&self, id: EntityId) -> Option<[f64; 2]> {
+        let i = self.state.position(id).filter(|_| id.kind == EntityKind::Vertex)?;
+        Some(self.frame.to_local(self.state.vertices[i].point))
+    }
+
+    /// A straight edge through two of its points, in the sketch's coordinates.
+    fn line(&self, id: EntityId) -> Option<([f64; 2], [f64; 2])> {
+        let edge = self.state.edge(id).filter(|e| e.kind == EdgeKind::Line)?;
+        Some((self.frame.to_local(edge.start?), self.frame.to_local(edge.end?)))
+    }
+}
+
+/// Where a constraint's point is: the sketch's own, or the model's when `existing` is known.
+fn point(at: &PointRef, primitives: &[Primitive], existing: Option<Existing<'_>>) -> Option<[f64; 2]> {
+    match *at {
+        PointRef::Own(index, pos) => own_point(primitives.get(index)?, pos),
+        PointRef::Edge(id, pos) => existing?.edge_point(id, pos),
+        PointRef::Vertex(id) => existing?.vertex(id),
+        PointRef::Origin => Some([0.0, 0.0]),
+    }
+}
+
+/// A constraint's straight line, through two of its points.
+fn line(at: &CurveRef, primitives: &[Primitive], existing: Option<Existing<'_>>) -> Option<([f64; 2], [f64; 2])> {
+    match *at {
+        CurveRef::Own(index) => match primitives.get(index)? {
+            Primitive::Line { start, end, .. } => Some((*start, *end)),
+            _ => None,
+        },
+        CurveRef::Edge(id) => existing?.line(id),
+        CurveRef::HAxis => Some(([0.0, 0.0], [1.0, 0.0])),
+        CurveRef::VAxis => Some(([0.0, 0.0], [0.0, 1.0])),
     }
 }
 
@@ -81,7 +88,7 @@ fn own_point(primitive: &Primitive, pos: PointPos) -> Option<[f64; 2]> {
 /// named entity is not found, the value is left as stated.
 pub fn follow_geometry(sketch: &mut Sketch, existing: Option<Existing<'_>>) {
     let primitives = sketch.primitives.clone();
-    let point = |at: &PointRef| existing.map_or_else(|| own_only(at, &primitives), |e| e.point(at, &primitives));
+    let point = |at: &PointRef| point(at, &primitives, existing);
     for constraint in &mut sketch.constraints {
         match constraint {
             Constraint::Radius { curve: CurveRef::Own(index), value } => match primitives.get(*index) {
@@ -104,8 +111,7 @@ pub fn follow_geometry(sketch: &mut Sketch, existing: Option<Existing<'_>>) {
                 }
             }
             Constraint::DistanceToLine { point: at, line, value } => {
-                let l = existing.map_or_else(|| own_line(line, &primitives), |e| e.line(line, &primitives));
-                if let (Some(p), Some((a, b))) = (point(at), l) {
+                if let (Some(p), Some((a, b))) = (point(at), self::line(line, &primitives, existing)) {
                     let (dx, dy) = (b[0] - a[0], b[1] - a[1]);
                     let length = dx.hypot(dy);
                     if length > 1e-12 {
@@ -115,26 +121,6 @@ pub fn follow_geometry(sketch: &mut Sketch, existing: Option<Existing<'_>>) {
             }
             _ => {}
         }
-    }
-}
-
-fn own_only(at: &PointRef, primitives: &[Primitive]) -> Option<[f64; 2]> {
-    match at {
-        PointRef::Own(index, pos) => own_point(primitives.get(*index)?, *pos),
-        PointRef::Origin => Some([0.0, 0.0]),
-        _ => None,
-    }
-}
-
-fn own_line(at: &CurveRef, primitives: &[Primitive]) -> Option<([f64; 2], [f64; 2])> {
-    match at {
-        CurveRef::Own(index) => match primitives.get(*index)? {
-            Primitive::Line { start, end, .. } => Some((*start, *end)),
-            _ => None,
-        },
-        CurveRef::HAxis => Some(([0.0, 0.0], [1.0, 0.0])),
-        CurveRef::VAxis => Some(([0.0, 0.0], [0.0, 1.0])),
-        CurveRef::Edge(_) => None,
     }
 }
 

@@ -677,24 +677,18 @@ mod tests {
         }
         let lines = drawn_box(TRUE, depth);
         let target = TargetPixels::new(SIZE, lines.clone(), &lines);
-        let scored = |mask: Vec<bool>| {
-            propose(
-                &rectangle("S1", TRUE),
-                &Feature::Extrude(pad(depth)),
-                &ModelState::empty(),
-                &xy(),
-                &camera(),
-                &ids_of(&mask),
-                still(),
-                &target,
-            )
-            .expect("scored")
-            .samples
-        };
+        let scored = |mask: Vec<bool>| propose_box(TRUE, depth, &ids_of(&mask), &target).expect("scored").samples;
         let (plain, with_ticks) = (scored(segments(&shown)), scored(segments(&crossed)));
         // The ticks add at most the samples at their own feet (where the hidden outline meets
         // an upright tick's end), not the outline between them.
         assert!(with_ticks <= plain + plain / 20, "{plain} samples without the ticks, {with_ticks} with them");
+    }
+
+    /// The fit of a box pad on XY (profile `drawn`, `depth` deep), its render `ids`, seen
+    /// by the test camera against `target`.
+    fn propose_box(drawn: [[f64; 2]; 4], depth: f64, ids: &IdBuffers, target: &TargetPixels) -> Option<Proposal> {
+        let pad = Feature::Extrude(pad(depth));
+        propose(&rectangle("S1", drawn), &pad, &ModelState::empty(), &xy(), &camera(), ids, still(), target)
     }
 
     fn ids_of(mask: &[bool]) -> IdBuffers {
@@ -717,17 +711,7 @@ mod tests {
         let mut drawn = TRUE;
         drawn[2] = [21.5, 16.0];
         let ids = ids_of(&drawn_box(drawn, 10.0));
-        let proposal = propose(
-            &rectangle("S1", drawn),
-            &Feature::Extrude(pad(10.0)),
-            &ModelState::empty(),
-            &xy(),
-            &camera(),
-            &ids,
-            still(),
-            &target,
-        )
-        .expect("the drawing's edges are drawn");
+        let proposal = propose_box(drawn, 10.0, &ids, &target).expect("the drawing's edges are drawn");
         assert!(super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
         let Primitive::Line { start, .. } = proposal.sketch.primitives[2] else { panic!("a line") };
         // From 1.8 mm (5.4 px) off to within the width of a drawn line (a line is a band of
@@ -771,17 +755,7 @@ mod tests {
             mask
         };
         let target = TargetPixels::new(SIZE, tall.clone(), &tall);
-        let proposal = propose(
-            &rectangle("S1", TRUE),
-            &Feature::Extrude(pad(10.0)),
-            &ModelState::empty(),
-            &xy(),
-            &camera,
-            &ids_of(&plate),
-            still(),
-            &target,
-        )
-        .expect("scored");
+        let proposal = propose_box(TRUE, 10.0, &ids_of(&plate), &target).expect("scored");
         assert!(!super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
         let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
         assert!((depth_of(&e.extent).expect("depth") - 10.0).abs() < 0.4, "the plate stays 10 mm: {:?}", e.extent);
@@ -792,17 +766,7 @@ mod tests {
         let lines = drawn_box(TRUE, 12.0);
         let target = TargetPixels::new(SIZE, lines.clone(), &lines);
         let ids = ids_of(&drawn_box(TRUE, 10.0));
-        let proposal = propose(
-            &rectangle("S1", TRUE),
-            &Feature::Extrude(pad(10.0)),
-            &ModelState::empty(),
-            &xy(),
-            &camera(),
-            &ids,
-            still(),
-            &target,
-        )
-        .expect("scored");
+        let proposal = propose_box(TRUE, 10.0, &ids, &target).expect("scored");
         let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
         assert!((depth_of(&e.extent).expect("depth") - 12.0).abs() < 0.4, "{:?}", e.extent);
     }
@@ -812,17 +776,7 @@ mod tests {
         let lines = drawn_box(TRUE, 10.0);
         let target = TargetPixels::new(SIZE, lines.clone(), &lines);
         let ids = ids_of(&lines);
-        let exact = propose(
-            &rectangle("S1", TRUE),
-            &Feature::Extrude(pad(10.0)),
-            &ModelState::empty(),
-            &xy(),
-            &camera(),
-            &ids,
-            still(),
-            &target,
-        )
-        .expect("scored");
+        let exact = propose_box(TRUE, 10.0, &ids, &target).expect("scored");
         assert!(!super::super::worth_building(exact.before_px, exact.after_px), "{exact:?}");
         assert!(exact.before_px < 1.0, "an exact drawing lies on the lines: {exact:?}");
         // A corner 8 mm off (24 px, three times the reach): the target's line is out of reach,
@@ -830,17 +784,7 @@ mod tests {
         let mut far = TRUE;
         far[2] = [28.0, 15.0];
         let ids = ids_of(&drawn_box(far, 10.0));
-        let proposal = propose(
-            &rectangle("S1", far),
-            &Feature::Extrude(pad(10.0)),
-            &ModelState::empty(),
-            &xy(),
-            &camera(),
-            &ids,
-            still(),
-            &target,
-        )
-        .expect("scored");
+        let proposal = propose_box(far, 10.0, &ids, &target).expect("scored");
         let reach = POINT_REACH_PX / pixels_per_unit(&camera());
         for (p, q) in proposal.sketch.primitives.iter().zip(&rectangle("S1", far).primitives) {
             let (Primitive::Line { start: a, .. }, Primitive::Line { start: b, .. }) = (p, q) else { panic!() };
