@@ -41,7 +41,7 @@ impl Existing<'_> {
 }
 
 /// Where a constraint's point is: the sketch's own, or the model's when `existing` is known.
-fn point(at: &PointRef, primitives: &[Primitive], existing: Option<Existing<'_>>) -> Option<[f64; 2]> {
+pub(super) fn point(at: &PointRef, primitives: &[Primitive], existing: Option<Existing<'_>>) -> Option<[f64; 2]> {
     match *at {
         PointRef::Own(index, pos) => own_point(primitives.get(index)?, pos),
         PointRef::Edge(id, pos) => existing?.edge_point(id, pos),
@@ -51,7 +51,11 @@ fn point(at: &PointRef, primitives: &[Primitive], existing: Option<Existing<'_>>
 }
 
 /// A constraint's straight line, through two of its points.
-fn line(at: &CurveRef, primitives: &[Primitive], existing: Option<Existing<'_>>) -> Option<([f64; 2], [f64; 2])> {
+pub(super) fn line(
+    at: &CurveRef,
+    primitives: &[Primitive],
+    existing: Option<Existing<'_>>,
+) -> Option<([f64; 2], [f64; 2])> {
     match *at {
         CurveRef::Own(index) => match primitives.get(index)? {
             Primitive::Line { start, end, .. } => Some((*start, *end)),

@@ -19,6 +19,7 @@ use freecad_bridge::{BridgeError, Command, Program, Session, StepError};
 use serde::{Deserialize, Serialize};
 use views::{IdBuffers, Options, Scene};
 
+use super::dimensions::Existing;
 use super::{
     Agreement, FitReport, MIN_MOVED_GAIN, TargetPixels, agreement, describe_changes, feature_of, moved_edges, sketch,
 };
@@ -204,9 +205,15 @@ pub fn fit_program(
         let sketches = vec![drawn.clone()];
         let Some((_, feature)) = feature_of(&sketches, &current.commands[k]) else { continue };
         let before = &built.picture;
-        let Some(proposal) =
-            sketch::propose(&drawn, &feature, state, &frame, &before.camera, &before.ids, before.alignment(), target)
-        else {
+        let Some(proposal) = sketch::propose(
+            &drawn,
+            &feature,
+            Existing { state, frame: &frame },
+            &before.camera,
+            &before.ids,
+            before.alignment(),
+            target,
+        ) else {
             continue;
         };
         let mut report = FitReport::unmoved(before.agreement, [proposal.before_px, proposal.after_px]);

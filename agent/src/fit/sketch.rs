@@ -13,10 +13,12 @@
 
 use freecad_bridge::command::{Extent, Extrude, Primitive, Sketch};
 use freecad_bridge::geometry::circumcircle;
-use freecad_bridge::state::{Frame, ModelState};
+use freecad_bridge::state::Frame;
 use nalgebra::{Point3, Vector3};
 use views::{Camera, IdBuffers, NO_ENTITY};
 
+use super::dimensions::Existing;
+use super::ties::Ties;
 use super::{EDGE_CAP, TargetPixels};
 
 /// How far a point or radius may move, in pixels of the outline. The simulated reader's
@@ -55,15 +57,15 @@ pub struct Proposal {
 /// The numbers the search moves: each distinct point of the drawing, each radius, and one
 /// factor on the extrusion's depths.
 #[derive(Debug, Clone, PartialEq)]
-struct Numbers {
-    points: Vec<[f64; 2]>,
-    radii: Vec<f64>,
-    depth_scale: f64,
+pub(super) struct Numbers {
+    pub(super) points: Vec<[f64; 2]>,
+    pub(super) radii: Vec<f64>,
+    pub(super) depth_scale: f64,
 }
 
 /// A primitive by the numbers it is drawn from.
 #[derive(Debug, Clone, Copy)]
-enum Shape {
+pub(super) enum Shape {
     Line { a: usize, b: usize },
     Arc { a: usize, m: usize, b: usize },
     CenterArc { c: usize, r: usize, from: f64, to: f64 },
@@ -206,21 +208,23 @@ pub enum Feature {
     },
 }
 
-/// Fit `sketch` (as executed, on `frame`) and, for an extrusion, its depth, to the target,
+/// Fit `sketch` (as executed, drawn on `on`: the model it was drawn on and its frame) and, for an extrusion, its depth, to the target,
 /// seen through `camera` (the outline's), where the candidate's render is `ids` and its
 /// best alignment with the target is `align`. `None`: nothing in the drawing can be
 /// scored (no sample lands on a drawn edge).
 pub fn propose(
     sketch: &Sketch,
     feature: &Feature,
-    state: &ModelState,
-    frame: &Frame,
+    on: Existing<'_>,
     camera: &Camera,
     ids: &IdBuffers,
     align: super::Alignment,
     target: &TargetPixels,
 ) -> Option<Proposal> {
-    let (numbers, shapes) = numbers_of(sketch);
+    let (numbers, all_shapes) = numbers_of(sketch);
+    let ties = Ties::of(sketch, &all_shapes, &numbers, Some(on));
+    // Construction geometry makes no edge; it is in the numbers for the constraints on it.
+    let shapes = all_shapes.into_iter().filter(|&(k, _)| !is_construction(&sketch.primitives[k])).collect();
     let (motion, copies, spans) = match feature {
         Feature::Extrude(extrude) => {
             let copies = offsets(&extrude.extent);
@@ -239,7 +243,7 @@ pub fn propose(
             }
         }
     };
-    let model = Model { shapes, frame, camera, motion };
+    let model = Model { shapes, frame: on.frame, camera, motion };
     let samples = counted_samples(&model, &numbers, &copies, &spans, ids);
     if samples.is_empty() {
         return None;
@@ -261,9 +265,9 @@ pub fn propose(
     let reach = POINT_REACH_PX / px_per_unit;
     let fits_depth =
         matches!(motion, Motion::Extrude { depth } if depth > 0.0) && samples.iter().any(|c| !is_on_plane(&c.sample));
-    let (best, after_px) = search(&numbers, &cost, reach, px_per_unit, fits_depth);
+    let (best, after_px) = search(&numbers, &cost, &ties, reach, px_per_unit, fits_depth);
     let mut fitted = sketch.clone();
-    apply(&mut fitted, &best, Some(super::dimensions::Existing { state, frame }));
+    apply(&mut fitted, &best, Some(on));
     let feature = match feature {
         Feature::Extrude(extrude) => {
             let mut extrude = extrude.clone();
@@ -273,6 +277,16 @@ pub fn propose(
         revolve => revolve.clone(),
     };
     Some(Proposal { sketch: fitted, feature, before_px, after_px, samples: samples.len() })
+}
+
+pub(super) fn is_construction(primitive: &Primitive) -> bool {
+    matches!(
+        primitive,
+        Primitive::Line { construction: true, .. }
+            | Primitive::Arc { construction: true, .. }
+            | Primitive::CenterArc { construction: true, .. }
+            | Primitive::Circle { construction: true, .. }
+    )
 }
 
 fn is_on_plane(sample: &Sample) -> bool {
@@ -329,6 +343,7 @@ impl Coordinate {
 fn search(
     start: &Numbers,
     cost: &dyn Fn(&Numbers) -> f64,
+    ties: &Ties,
     reach: f64,
     px_per_unit: f64,
     depth: bool,
@@ -352,7 +367,7 @@ fn search(
     let mut best = start.clone();
     for _ in 0..3 {
         let free: Vec<Coordinate> = coordinates.iter().copied().filter(|c| !held.contains(c)).collect();
-        best = pattern_search(best, &free, &bounds, cost);
+        best = pattern_search(best, &free, &bounds, cost, ties);
         let at_edge: Vec<Coordinate> = free
             .into_iter()
             .filter(|&c| {
@@ -368,6 +383,9 @@ fn search(
             c.set(&mut best, c.get(start));
             held.push(c);
         }
+        // Put back, a number may break a constraint the rest then keeps again; where that
+        // fails, the drawing as the model made it.
+        best = ties.settle(best).unwrap_or_else(|| start.clone());
     }
     let best_cost = cost(&best);
     (best, best_cost)
@@ -378,6 +396,7 @@ fn pattern_search(
     free: &[Coordinate],
     bounds: &dyn Fn(Coordinate) -> (f64, f64, f64),
     cost: &dyn Fn(&Numbers) -> f64,
+    ties: &Ties,
 ) -> Numbers {
     let mut best_cost = cost(&best);
     let mut step_px = 2.0;
@@ -394,6 +413,8 @@ fn pattern_search(
                 }
                 let mut candidate = best.clone();
                 c.set(&mut candidate, v);
+                // The move, and all that the drawing's constraints tie to it.
+                let Some(candidate) = ties.settle(candidate) else { continue };
                 let k = cost(&candidate);
                 if k < best_cost - 1e-9 {
                     best = candidate;
@@ -410,9 +431,10 @@ fn pattern_search(
     best
 }
 
-/// The drawing's distinct points and radii, and its primitives by them. Points the drawing
-/// shares (a corner of two lines) are one point, so a closed profile stays closed.
-fn numbers_of(sketch: &Sketch) -> (Numbers, Vec<(usize, Shape)>) {
+/// The drawing's distinct points and radii, and its primitives by them (construction
+/// geometry too: constraints tie to it). Points the drawing shares (a corner of two lines)
+/// are one point, so a closed profile stays closed.
+pub(super) fn numbers_of(sketch: &Sketch) -> (Numbers, Vec<(usize, Shape)>) {
     let mut numbers = Numbers { points: Vec::new(), radii: Vec::new(), depth_scale: 1.0 };
     let scale = sketch_scale(sketch);
     let point = |n: &mut Numbers, p: [f64; 2]| {
@@ -425,13 +447,13 @@ fn numbers_of(sketch: &Sketch) -> (Numbers, Vec<(usize, Shape)>) {
     let mut shapes = Vec::new();
     for (k, primitive) in sketch.primitives.iter().enumerate() {
         let shape = match *primitive {
-            Primitive::Line { start, end, construction: false } => {
+            Primitive::Line { start, end, .. } => {
                 Shape::Line { a: point(&mut numbers, start), b: point(&mut numbers, end) }
             }
-            Primitive::Arc { start, mid, end, construction: false } => {
+            Primitive::Arc { start, mid, end, .. } => {
                 Shape::Arc { a: point(&mut numbers, start), m: point(&mut numbers, mid), b: point(&mut numbers, end) }
             }
-            Primitive::CenterArc { center, radius, start_angle, end_angle, construction: false } => {
+            Primitive::CenterArc { center, radius, start_angle, end_angle, .. } => {
                 numbers.radii.push(radius);
                 Shape::CenterArc {
                     c: point(&mut numbers, center),
@@ -440,12 +462,10 @@ fn numbers_of(sketch: &Sketch) -> (Numbers, Vec<(usize, Shape)>) {
                     to: end_angle,
                 }
             }
-            Primitive::Circle { center, radius, construction: false } => {
+            Primitive::Circle { center, radius, .. } => {
                 numbers.radii.push(radius);
                 Shape::Circle { c: point(&mut numbers, center), r: numbers.radii.len() - 1 }
             }
-            // Construction geometry makes no edge.
-            _ => continue,
         };
         shapes.push((k, shape));
     }
@@ -596,6 +616,7 @@ fn scale_depth(extent: &mut Extent, factor: f64) {
 mod tests {
     use super::*;
     use freecad_bridge::command::Mode;
+    use freecad_bridge::state::ModelState;
 
     const SIZE: u32 = 300;
 
@@ -606,6 +627,10 @@ mod tests {
 
     fn camera() -> Camera {
         views::Camera::framing(Point3::origin(), 50.0, Vector3::from(views::ISOMETRIC), false, SIZE, SIZE, 1.0)
+    }
+
+    fn on<'a>(state: &'a ModelState, frame: &'a Frame) -> Existing<'a> {
+        Existing { state, frame }
     }
 
     fn xy() -> Frame {
@@ -688,7 +713,7 @@ mod tests {
     /// by the test camera against `target`.
     fn propose_box(drawn: [[f64; 2]; 4], depth: f64, ids: &IdBuffers, target: &TargetPixels) -> Option<Proposal> {
         let pad = Feature::Extrude(pad(depth));
-        propose(&rectangle("S1", drawn), &pad, &ModelState::empty(), &xy(), &camera(), ids, still(), target)
+        propose(&rectangle("S1", drawn), &pad, on(&ModelState::empty(), &xy()), &camera(), ids, still(), target)
     }
 
     fn ids_of(mask: &[bool]) -> IdBuffers {
@@ -762,6 +787,48 @@ mod tests {
     }
 
     #[test]
+    fn a_drawing_the_reader_constrained_square_is_fitted_square() {
+        // The rectangle drawn 3 mm too wide, its sides stated horizontal and vertical: the
+        // fit moves whole sides, so the solver has nothing to put back.
+        let lines = drawn_box(TRUE, 10.0);
+        let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+        let mut drawn = TRUE;
+        drawn[1][0] = 23.0;
+        drawn[2][0] = 23.0;
+        let mut sketch = rectangle("S1", drawn);
+        sketch.constraints = serde_json::from_value(serde_json::json!([
+            {"type": "horizontal", "line": "g0"}, {"type": "horizontal", "line": "g2"},
+            {"type": "vertical", "line": "g1"}, {"type": "vertical", "line": "g3"}]))
+        .expect("constraints");
+        let ids = ids_of(&drawn_box(drawn, 10.0));
+        let proposal = propose(
+            &sketch,
+            &Feature::Extrude(pad(10.0)),
+            on(&ModelState::empty(), &xy()),
+            &camera(),
+            &ids,
+            still(),
+            &target,
+        )
+        .expect("scored");
+        let corners: Vec<[f64; 2]> = proposal
+            .sketch
+            .primitives
+            .iter()
+            .map(|p| match p {
+                Primitive::Line { start, .. } => *start,
+                _ => panic!("a line"),
+            })
+            .collect();
+        for i in 0..4 {
+            let (a, b) = (corners[i], corners[(i + 1) % 4]);
+            let square = if i % 2 == 0 { b[1] - a[1] } else { b[0] - a[0] };
+            assert!(square.abs() < 1e-7, "side {i} keeps its constraint: {corners:?}");
+        }
+        assert!((corners[1][0] - 20.0).abs() < 0.6 && (corners[2][0] - 20.0).abs() < 0.6, "{corners:?}");
+    }
+
+    #[test]
     fn a_depth_read_short_is_lengthened() {
         let lines = drawn_box(TRUE, 12.0);
         let target = TargetPixels::new(SIZE, lines.clone(), &lines);
@@ -816,7 +883,7 @@ mod tests {
         sketch.on = "XZ".into();
         let feature = Feature::Revolve { point: [0.0, 0.0], direction: [0.0, 1.0], angle: 360.0 };
         let proposal =
-            propose(&sketch, &feature, &ModelState::empty(), &xz, &camera, &ids_of(&disc(18.8)), still(), &target)
+            propose(&sketch, &feature, on(&ModelState::empty(), &xz), &camera, &ids_of(&disc(18.8)), still(), &target)
                 .expect("scored");
         let Primitive::Line { start, end, .. } = proposal.sketch.primitives[1] else { panic!("a line") };
         assert!((start[0] - 20.0).abs() < 0.6 && (end[0] - 20.0).abs() < 0.6, "{start:?} {end:?}");
