@@ -292,7 +292,7 @@ pub fn fit_feature<E: From<BridgeError>>(
     fitted_sketches[index] = proposal.sketch.clone();
     let fitted_command = match &proposal.feature {
         sketch::Feature::Extrude(e) => Command::Extrude(e.clone()),
-        sketch::Feature::Revolve { .. } => command.clone(),
+        sketch::Feature::Revolve { .. } | sketch::Feature::Section { .. } => command.clone(),
     };
     report.evaluations += 1;
     if let Some(fitted_preview) = rebuild(session, &fitted_sketches, &fitted_command)? {

@@ -5,7 +5,8 @@
 //! later feature can change what is drawn near an earlier one's edges: a fillet turns the
 //! sharp inside corner of an L into two tangent lines, and the corner's own fit pulled it
 //! onto one of them. At END the model has every feature, its picture shows what the target
-//! shows, and each feature in program order (a sketch and the extrusion or revolve on it) is
+//! shows, and each feature in program order (a sketch and the extrusion or revolve on it, or
+//! each section of a loft, with the offset of the plane it lies on: the loft's height) is
 //! fitted as a step's is ([`super::sketch::propose`]), with the finished model's render
 //! deciding which of its edges count. A proposal is rebuilt as the whole program (every
 //! later feature and tie on top of it, so PGR's ties and the sketches placed on its faces
@@ -132,7 +133,7 @@ fn picture(session: &mut Session, view: &View<'_>) -> Result<Picture, BridgeErro
     Ok(Picture { agreement, camera: views::outline_camera(&scene, view.opts), ids })
 }
 
-/// Fit every extrusion and revolve of `program` (as solved) to the target, in program order.
+/// Fit every extrusion, revolve and loft of `program` (as solved) to the target, in program order.
 /// Returns the program to keep (as solved) and what was done; the session then holds that
 /// program's document, built from the start in a new worker. A program that does not
 /// rebuild is an error.
@@ -192,7 +193,7 @@ pub fn fit_program(
         .commands
         .iter()
         .enumerate()
-        .filter_map(|(k, c)| Some((profile_index(&program.commands[..k], c)?, k)))
+        .flat_map(|(k, c)| profile_indices(&program.commands[..k], c).into_iter().map(move |j| (j, k)))
         .collect();
     for (j, k) in features {
         let feature_started = Instant::now();
@@ -203,7 +204,17 @@ pub fn fit_program(
         };
         let drawn = drawn.clone();
         let sketches = vec![drawn.clone()];
-        let Some((_, feature)) = feature_of(&sketches, &current.commands[k]) else { continue };
+        // A loft's section on a plane offset from its reference: the offset is the loft's
+        // height, and fitted with the section (alone, the section moved in its plane to
+        // make up for a height read wrong).
+        let lifted = lifting_plane(&current.commands[..j], &drawn.on);
+        let feature = match &current.commands[k] {
+            Command::Loft(_) => sketch::Feature::Section { offset: lifted.map_or(0.0, |(_, offset)| offset) },
+            command => match feature_of(&sketches, command) {
+                Some((_, feature)) => feature,
+                None => continue,
+            },
+        };
         let before = &built.picture;
         let Some(proposal) = sketch::propose(
             &drawn,
@@ -223,8 +234,24 @@ pub fn fit_program(
         } else {
             let mut candidate = current.clone();
             candidate.commands[j] = Command::Sketch(proposal.sketch.clone());
-            if let sketch::Feature::Extrude(e) = &proposal.feature {
-                candidate.commands[k] = Command::Extrude(e.clone());
+            let mut lift = None;
+            match &proposal.feature {
+                sketch::Feature::Extrude(e) => candidate.commands[k] = Command::Extrude(e.clone()),
+                sketch::Feature::Section { offset } => {
+                    if let Some((p, _)) = lifted
+                        && let Command::Plane(plane) = &mut candidate.commands[p]
+                    {
+                        if plane.offset != *offset {
+                            lift = Some(super::Change {
+                                what: format!("{} offset", plane.name),
+                                from: plane.offset,
+                                to: *offset,
+                            });
+                        }
+                        plane.offset = *offset;
+                    }
+                }
+                sketch::Feature::Revolve { .. } => {}
             }
             report.evaluations += 1;
             holds_current = false;
@@ -242,6 +269,7 @@ pub fn fit_program(
                             &current.commands[k],
                             &candidate.commands[k],
                         );
+                        report.changes.extend(lift);
                         kept = Some(after);
                     } else {
                         report.dropped = Some(format!(
@@ -272,13 +300,58 @@ pub fn fit_program(
     Ok((if changed { current } else { program.clone() }, done))
 }
 
-/// The index of the sketch a feature is drawn on, when the feature is one the fit moves and
-/// its sketch is among `before` (the latest sketch of that name).
-fn profile_index(before: &[Command], command: &Command) -> Option<usize> {
-    let profile = match command {
-        Command::Extrude(e) => &e.profile,
-        Command::Revolve(r) => &r.profile,
-        _ => return None,
+/// The indices of the sketches a feature is drawn from, when the feature is one the fit
+/// moves: an extrusion's or a revolve's profile, a loft's sections. Each is the latest
+/// sketch of its name among `before`.
+fn profile_indices(before: &[Command], command: &Command) -> Vec<usize> {
+    let profiles: Vec<&String> = match command {
+        Command::Extrude(e) => vec![&e.profile],
+        Command::Revolve(r) => vec![&r.profile],
+        Command::Loft(l) => l.profiles.iter().collect(),
+        _ => Vec::new(),
     };
-    before.iter().rposition(|c| matches!(c, Command::Sketch(s) if &s.name == profile))
+    profiles
+        .into_iter()
+        .filter_map(|name| before.iter().rposition(|c| matches!(c, Command::Sketch(s) if &s.name == name)))
+        .collect()
+}
+
+/// The plane named `on` among `before` (its index) and its offset, when it is offset from
+/// its reference along the normal and not turned: moving the offset then moves a sketch on
+/// it along the sketch's own normal.
+fn lifting_plane(before: &[Command], on: &str) -> Option<(usize, f64)> {
+    let p = before.iter().rposition(|c| matches!(c, Command::Plane(plane) if plane.name == on))?;
+    match &before[p] {
+        Command::Plane(plane) if plane.rotation.is_empty() && plane.offset != 0.0 => Some((p, plane.offset)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commands(json: serde_json::Value) -> Vec<Command> {
+        serde_json::from_value(json).expect("commands")
+    }
+
+    #[test]
+    fn a_lofts_sections_are_fitted_and_an_offset_planes_height_with_the_one_on_it() {
+        let program = commands(serde_json::json!([
+            {"op": "plane", "name": "P1", "on": "XY", "offset": 73.0},
+            {"op": "plane", "name": "P2", "on": "XY", "offset": 20.0, "rotation": {"axis": "x", "angle": 30.0}},
+            {"op": "sketch", "name": "S1", "on": "XY", "primitives": [{"type": "circle", "center": [0.0, 0.0], "radius": 20.0}]},
+            {"op": "sketch", "name": "S2", "on": "P1", "primitives": [{"type": "circle", "center": [0.0, 0.0], "radius": 12.0}]},
+            {"op": "sketch", "name": "S3", "on": "P2", "primitives": [{"type": "circle", "center": [0.0, 0.0], "radius": 5.0}]},
+            {"op": "loft", "profiles": ["S1", "S2"], "mode": "add"},
+            {"op": "extrude", "profile": "S3", "mode": "cut", "extent": {"type": "through_all"}}
+        ]));
+        assert_eq!(profile_indices(&program[..5], &program[5]), vec![2, 3]);
+        assert_eq!(profile_indices(&program[..6], &program[6]), vec![4]);
+        // The loft's top section sits on P1, 73 above XY: its height moves with it.
+        assert_eq!(lifting_plane(&program[..3], "P1"), Some((0, 73.0)));
+        // A turned plane's offset is not along the sketch's normal; a base plane has none.
+        assert_eq!(lifting_plane(&program[..4], "P2"), None);
+        assert_eq!(lifting_plane(&program[..2], "XY"), None);
+    }
 }

@@ -86,6 +86,9 @@ enum Sample {
 enum Motion {
     /// Along the sketch normal; a place is a number of depths.
     Extrude { depth: f64 },
+    /// None of its own: a loft's section, whose plane lies `offset` along its normal from
+    /// the plane's reference (0: a plane that does not move), the depth factor scaling it.
+    Lift { offset: f64 },
     /// About an axis in the sketch plane (a point and a direction, sketch coordinates); a
     /// place is an angle in radians.
     Revolve { point: [f64; 2], direction: [f64; 2] },
@@ -134,6 +137,8 @@ impl Model<'_> {
         let normal = Vector3::from(self.frame.normal);
         let q = match self.motion {
             Motion::Extrude { depth } => p + normal * (place * depth * n.depth_scale),
+            // The drawing's plane moves with its offset from its reference.
+            Motion::Lift { offset } => p + normal * (offset * (n.depth_scale - 1.0)),
             Motion::Revolve { point, direction } => {
                 let origin = Vector3::from(self.frame.to_global(point[0], point[1]));
                 let axis =
@@ -206,6 +211,12 @@ pub enum Feature {
         direction: [f64; 2],
         angle: f64,
     },
+    /// A loft's section: its own edges are the model's edges where it lies (a section's
+    /// outline). `offset`: its plane's distance from the plane's reference, when the fit
+    /// may move that too (the loft's height); the fitted offset comes back here.
+    Section {
+        offset: f64,
+    },
 }
 
 /// Fit `sketch` (as executed, drawn on `on`: the model it was drawn on and its frame) and, for an extrusion, its depth, to the target,
@@ -232,6 +243,7 @@ pub fn propose(
                 copies.iter().enumerate().flat_map(|(i, &a)| copies[i + 1..].iter().map(move |&b| (a, b))).collect();
             (Motion::Extrude { depth: depth_of(&extrude.extent).unwrap_or(0.0) }, copies, spans)
         }
+        Feature::Section { offset } => (Motion::Lift { offset: *offset }, vec![0.0], Vec::new()),
         Feature::Revolve { point, direction, angle } => {
             let a = angle.to_radians();
             let motion = Motion::Revolve { point: *point, direction: *direction };
@@ -263,8 +275,11 @@ pub fn propose(
     let before_px = cost(&numbers);
     let px_per_unit = pixels_per_unit(camera);
     let reach = POINT_REACH_PX / px_per_unit;
-    let fits_depth =
-        matches!(motion, Motion::Extrude { depth } if depth > 0.0) && samples.iter().any(|c| !is_on_plane(&c.sample));
+    let fits_depth = match motion {
+        Motion::Extrude { depth } => depth > 0.0 && samples.iter().any(|c| !is_on_plane(&c.sample)),
+        Motion::Lift { offset } => offset.abs() > 0.0,
+        Motion::Revolve { .. } => false,
+    };
     let (best, after_px) = search(&numbers, &cost, &ties, reach, px_per_unit, fits_depth);
     let mut fitted = sketch.clone();
     apply(&mut fitted, &best, Some(on));
@@ -274,6 +289,7 @@ pub fn propose(
             scale_depth(&mut extrude.extent, best.depth_scale);
             Feature::Extrude(extrude)
         }
+        Feature::Section { offset } => Feature::Section { offset: offset * best.depth_scale },
         revolve => revolve.clone(),
     };
     Some(Proposal { sketch: fitted, feature, before_px, after_px, samples: samples.len() })
