@@ -75,6 +75,14 @@ impl Engine<'_> {
             .flag("lines", lines.is_some())
             .flag("revision", plan.revision.is_some())
             .value("fit", self.fit_report.as_ref().map(|f| f.describe()).unwrap_or_default())
+            .value(
+                "fit_reach",
+                format!(
+                    "{} px' worth and the depth by up to {}%",
+                    crate::fit::sketch::POINT_REACH_PX,
+                    crate::fit::sketch::DEPTH_REACH * 100.0
+                ),
+            )
             .flag("fit", self.fit_report.is_some());
         let mut context = self.context(state);
         context.plan = Some(plan.clone());
