@@ -15,6 +15,9 @@ use crate::{EvalOptions, Normalization, Protocol};
 pub enum IouMethod {
     /// Kernel booleans on the normalised solids.
     Exact,
+    /// The kernel's fuzzy boolean ([`crate::pipeline`]'s `FUZZY`), where the plain one
+    /// failed or returned a common part the surfaces contradict (coincident faces).
+    Fuzzy,
     /// 128^3 ray-parity voxels on the normalised meshes (the booleans failed).
     Voxel,
 }
@@ -23,6 +26,7 @@ impl IouMethod {
     pub fn name(self) -> &'static str {
         match self {
             IouMethod::Exact => "exact",
+            IouMethod::Fuzzy => "fuzzy",
             IouMethod::Voxel => "voxel",
         }
     }
@@ -210,7 +214,7 @@ impl Report {
     /// The human-readable report: conventions first, then the metrics.
     pub fn table(&self) -> String {
         let mut out = String::new();
-        let methods = [IouMethod::Exact, IouMethod::Voxel]
+        let methods = [IouMethod::Exact, IouMethod::Fuzzy, IouMethod::Voxel]
             .map(|m| format!("{} {}", m.name(), self.iou_methods.get(&m).copied().unwrap_or(0)))
             .join(", ");
         let _ = writeln!(out, "protocol       {}", self.protocol.name());

@@ -90,10 +90,13 @@ pub enum Request {
         angular_deflection: f64,
         booleans: bool,
     },
-    /// Only the exact common volume of the two kept shapes, transformed (no meshes).
+    /// Only the exact common volume of the two kept shapes, transformed (no meshes); with
+    /// `fuzzy`, a fuzzy boolean: faces closer than that (model units) count as one.
     IntersectKept {
         transform_prediction: Similarity,
         transform_ground_truth: Similarity,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        fuzzy: Option<f64>,
     },
     /// Diagnostics: keep the worker busy.
     DebugSleep {
@@ -215,6 +218,7 @@ mod tests {
             Request::IntersectKept {
                 transform_prediction: Similarity::IDENTITY,
                 transform_ground_truth: Similarity::IDENTITY,
+                fuzzy: Some(1e-5),
             },
         ] {
             assert_eq!(r.to_value()["type"], r.name());

@@ -156,7 +156,8 @@ def keep_shape(req):
 
 
 def intersect_kept(req):
-    """Only the common volume of the two kept shapes, transformed: their meshes are known."""
+    """Only the common volume of the two kept shapes, transformed: their meshes are known.
+    With `fuzzy`, a fuzzy boolean: faces closer than that count as one."""
     return _compare_kept(req, mesh=False, booleans=True)
 
 
@@ -192,7 +193,8 @@ def _compare_kept(req, mesh, booleans):
     meshed = time.perf_counter()
     if booleans:
         try:
-            out["common"] = p.common(g).Volume
+            fuzzy = req.get("fuzzy")
+            out["common"] = (p.common(g, fuzzy) if fuzzy else p.common(g)).Volume
         except Exception as exc:
             out["boolean_error"] = "boolean failed: %s" % exception_text(exc)
     out["mesh_seconds"] = meshed - started

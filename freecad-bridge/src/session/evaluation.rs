@@ -189,15 +189,20 @@ impl Session {
     }
 
     /// The exact boolean of the two kept shapes, transformed, without meshing them (their
-    /// meshes are known already): only `common` and the volumes are filled in.
+    /// meshes are known already): only `common` and the volumes are filled in. With
+    /// `fuzzy`, OpenCASCADE's fuzzy boolean: faces and edges closer than that (model units)
+    /// are one, which is what two models of one part with coincident faces need when the
+    /// plain boolean returns nothing.
     pub fn intersect_kept(
         &mut self,
         transform_prediction: &Similarity,
         transform_ground_truth: &Similarity,
+        fuzzy: Option<f64>,
     ) -> Result<KeptComparison, BridgeError> {
         let request = Request::IntersectKept {
             transform_prediction: *transform_prediction,
             transform_ground_truth: *transform_ground_truth,
+            fuzzy,
         };
         self.query(request, "comparison")
     }
