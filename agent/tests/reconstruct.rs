@@ -953,3 +953,58 @@ fn the_fit_moves_a_noisy_drawing_onto_the_targets_lines_and_the_program_keeps_it
         program["commands"].as_array().expect("commands").iter().filter(|c| c["op"] != "end").cloned().collect();
     assert_eq!(saved, committed);
 }
+
+/// A plate about five pixels thick whose depth the reader reads 20% off (the simulated
+/// reader's parameter noise, nothing else): the line fit cannot see a pixel's change there,
+/// and the fit at END measures the depth between the two lines the target draws along the
+/// plate's sides. Without the fit the program keeps the depth read.
+#[test]
+fn a_thin_plates_depth_read_wrong_is_measured_back_at_end() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gt = dir.path().join("plate.json");
+    std::fs::write(
+        &gt,
+        r#"{"commands":[{"op":"sketch","name":"S1","on":"XY","primitives":[
+        {"type":"line","start":[-40,-20],"end":[40,-20]},{"type":"line","start":[40,-20],"end":[40,20]},
+        {"type":"line","start":[40,20],"end":[-40,20]},{"type":"line","start":[-40,20],"end":[-40,-20]}]},
+        {"op":"extrude","profile":"S1","mode":"add","extent":{"type":"one_side","depth":2}},{"op":"end"}]}"#,
+    )
+    .expect("ground truth");
+    let image = target_image(&gt, dir.path());
+    let depth_of = |out: &Path| -> f64 {
+        let program: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+        let pad = program["commands"].as_array().expect("commands").iter().find(|c| c["op"] == "extrude").cloned();
+        pad.expect("the pad")["extent"]["depth"].as_f64().expect("a depth")
+    };
+    let run = |name: &str, extra: &[&str]| -> PathBuf {
+        let out = dir.path().join(name);
+        let mut args = vec!["--vlm", "sim", "--gt", gt.to_str().expect("utf-8"), "--seed", "6"];
+        for rate in ["sigma=0", "parameter=0.2", "reference=0", "operation=0", "judge_flip=0"] {
+            args.extend(["--sim", rate]);
+        }
+        args.extend(extra);
+        let output = reconstruct(&image, &out, &args);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        out
+    };
+    let fitted = run("fitted", &[]);
+    // The plate's depth in the run's model space: what the simulated reader was given to
+    // spoil (the oracle's, scaled to S_t).
+    let truth = trace(&fitted)
+        .iter()
+        .flat_map(|e| e["injected"].as_array().cloned().unwrap_or_default())
+        .find(|i| i["where"] == "extrude.depth")
+        .and_then(|i| i["from"].as_f64())
+        .expect("the reader's depth was spoiled");
+    let unfitted = run("unfitted", &["--no-fit"]);
+    assert!((depth_of(&unfitted) / truth - 1.0).abs() > 0.1, "read {} for {truth}", depth_of(&unfitted));
+    assert!((depth_of(&fitted) / truth - 1.0).abs() < 0.05, "fitted {} for {truth}", depth_of(&fitted));
+    let measured = trace(&fitted)
+        .into_iter()
+        .filter(|e| e["event"] == "program_fit")
+        .flat_map(|e| e["report"]["features"].as_array().cloned().unwrap_or_default())
+        .find(|f| f["report"]["thickness"].is_object() && f["report"]["dropped"].is_null());
+    let measured = measured.expect("the depth was measured and moved");
+    assert!(measured["report"]["thickness"]["profiles"].as_u64() > Some(100), "{measured}");
+}

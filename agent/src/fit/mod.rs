@@ -28,6 +28,7 @@
 pub mod dimensions;
 pub mod program;
 pub mod sketch;
+pub mod thickness;
 mod ties;
 
 use std::time::Instant;
@@ -185,6 +186,9 @@ pub struct FitReport {
     pub moved: Option<Moved>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped: Option<String>,
+    /// A thin extrusion's depth measured across its sides ([`thickness`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thickness: Option<thickness::Measured>,
     /// Candidates rebuilt and rendered.
     pub evaluations: usize,
     pub seconds: f64,
@@ -203,6 +207,7 @@ impl FitReport {
             model_px,
             moved: None,
             dropped: None,
+            thickness: None,
             evaluations: 0,
             seconds: 0.0,
         }

@@ -15,12 +15,14 @@
 
 use std::time::Instant;
 
+use freecad_bridge::command::Extent;
 use freecad_bridge::state::{Frame, ModelState};
 use freecad_bridge::{BridgeError, Command, Program, Session, StepError};
 use serde::{Deserialize, Serialize};
 use views::{IdBuffers, Options, Scene};
 
 use super::dimensions::Existing;
+use super::thickness;
 use super::{
     Agreement, FitReport, MIN_MOVED_GAIN, TargetPixels, agreement, describe_changes, feature_of, moved_edges, sketch,
 };
@@ -290,6 +292,61 @@ pub fn fit_program(
         report.seconds = feature_started.elapsed().as_secs_f64();
         done.features.push(FeatureFit { command: k, report, undone: false });
     }
+    // Then the thin extrusions' depths, measured across their sides ([`thickness`]).
+    for k in 0..current.commands.len() {
+        let Some(j) = profile_indices(&current.commands[..k], &current.commands[k]).first().copied() else { continue };
+        let (Command::Extrude(extrude), Command::Sketch(sketch), Some(frame)) =
+            (&current.commands[k], &current.commands[j], built.frames[j])
+        else {
+            continue;
+        };
+        let feature_started = Instant::now();
+        let picture = &built.picture;
+        let Some(measured) = thickness::measure(
+            sketch,
+            &extrude.extent,
+            extrude.reversed,
+            &frame,
+            &picture.camera,
+            &picture.ids,
+            picture.alignment(),
+            target,
+        ) else {
+            continue;
+        };
+        let before = picture.agreement;
+        let mut report = FitReport { thickness: Some(measured), ..FitReport::unmoved(before, [0.0, 0.0]) };
+        if !measured.worth_moving() {
+            report.dropped = Some(format!(
+                "the sides measure {:.2} px in the target against {:.2} px in the model over {} profiles (spread \
+                 {:.3}): no change of {} px or more that the profiles agree on",
+                measured.target_px,
+                measured.model_px,
+                measured.profiles,
+                measured.spread,
+                thickness::MIN_CHANGE_PX
+            ));
+        } else {
+            let mut candidate = current.clone();
+            if let Command::Extrude(e) = &mut candidate.commands[k] {
+                set_depth(&mut e.extent, measured.depth);
+            }
+            report.evaluations += 1;
+            holds_current = false;
+            match done.build(session, &candidate, &view)? {
+                Ok(after) => {
+                    report.after = after.picture.agreement;
+                    describe_changes(&mut report, sketch, sketch, &current.commands[k], &candidate.commands[k]);
+                    current = after.solved.clone();
+                    built = after;
+                    holds_current = true;
+                }
+                Err(e) => report.dropped = Some(format!("the program no longer builds with it: {}", e.error)),
+            }
+        }
+        report.seconds = feature_started.elapsed().as_secs_f64();
+        done.features.push(FeatureFit { command: k, report, undone: false });
+    }
     // The session holds the program that is kept: the one given, to the bit, when nothing
     // moved (a rebuild solves its sketches again, to about 1e-12 of where they were).
     if !holds_current {
@@ -314,6 +371,12 @@ fn profile_indices(before: &[Command], command: &Command) -> Vec<usize> {
         .into_iter()
         .filter_map(|name| before.iter().rposition(|c| matches!(c, Command::Sketch(s) if &s.name == name)))
         .collect()
+}
+
+fn set_depth(extent: &mut Extent, to: f64) {
+    if let Extent::OneSide { depth } | Extent::Symmetric { depth } = extent {
+        *depth = to;
+    }
 }
 
 /// The plane named `on` among `before` (its index) and its offset, when it is offset from

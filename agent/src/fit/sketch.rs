@@ -629,19 +629,19 @@ fn scale_depth(extent: &mut Extent, factor: f64) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use freecad_bridge::command::Mode;
     use freecad_bridge::state::ModelState;
 
-    const SIZE: u32 = 300;
+    pub(crate) const SIZE: u32 = 300;
 
     /// A camera on the isometric direction, 3 px per mm, looking at the origin.
-    fn still() -> crate::fit::Alignment {
+    pub(crate) fn still() -> crate::fit::Alignment {
         crate::fit::Alignment { shift: [0, 0], scale: 1.0, centre: 100.0 }
     }
 
-    fn camera() -> Camera {
+    pub(crate) fn camera() -> Camera {
         views::Camera::framing(Point3::origin(), 50.0, Vector3::from(views::ISOMETRIC), false, SIZE, SIZE, 1.0)
     }
 
@@ -649,11 +649,11 @@ mod tests {
         Existing { state, frame }
     }
 
-    fn xy() -> Frame {
+    pub(crate) fn xy() -> Frame {
         Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 1.0, 0.0], normal: [0.0, 0.0, 1.0] }
     }
 
-    fn rectangle(name: &str, corners: [[f64; 2]; 4]) -> Sketch {
+    pub(crate) fn rectangle(name: &str, corners: [[f64; 2]; 4]) -> Sketch {
         let primitives = (0..4)
             .map(|i| Primitive::Line { start: corners[i], end: corners[(i + 1) % 4], construction: false })
             .collect();
@@ -666,7 +666,7 @@ mod tests {
 
     /// Every edge of a box pad on XY (profile `corners`, up `depth`) drawn into a mask, as a
     /// renderer would draw them (hidden ones too: the fit's counted samples are the test).
-    fn drawn_box(corners: [[f64; 2]; 4], depth: f64) -> Vec<bool> {
+    pub(crate) fn drawn_box(corners: [[f64; 2]; 4], depth: f64) -> Vec<bool> {
         let mut list = Vec::new();
         for i in 0..4 {
             let (a, b) = (corners[i], corners[(i + 1) % 4]);
@@ -732,7 +732,7 @@ mod tests {
         propose(&rectangle("S1", drawn), &pad, on(&ModelState::empty(), &xy()), &camera(), ids, still(), target)
     }
 
-    fn ids_of(mask: &[bool]) -> IdBuffers {
+    pub(crate) fn ids_of(mask: &[bool]) -> IdBuffers {
         IdBuffers {
             width: SIZE,
             height: SIZE,
@@ -742,7 +742,7 @@ mod tests {
         }
     }
 
-    const TRUE: [[f64; 2]; 4] = [[-20.0, -15.0], [20.0, -15.0], [20.0, 15.0], [-20.0, 15.0]];
+    pub(crate) const TRUE: [[f64; 2]; 4] = [[-20.0, -15.0], [20.0, -15.0], [20.0, 15.0], [-20.0, 15.0]];
 
     #[test]
     fn a_corner_drawn_off_goes_back_onto_the_targets_lines() {
