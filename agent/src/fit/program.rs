@@ -319,12 +319,14 @@ pub fn fit_program(
         if !measured.worth_moving() {
             report.dropped = Some(format!(
                 "the sides measure {:.2} px in the target against {:.2} px in the model over {} profiles (spread \
-                 {:.3}): no change of {} px or more that the profiles agree on",
+                 {:.3}): a depth moves for a change of {} px and {}% of the width that at least {} profiles agree on",
                 measured.target_px,
                 measured.model_px,
                 measured.profiles,
                 measured.spread,
-                thickness::MIN_CHANGE_PX
+                thickness::MIN_CHANGE_PX,
+                100.0 * thickness::MIN_CHANGE_SHARE,
+                thickness::MIN_PROFILES
             ));
         } else {
             let mut candidate = current.clone();

@@ -32,7 +32,7 @@ pub const MAX_SIDE_PX: f64 = 40.0;
 /// Two lines closer than this (pixels) are one line on the picture.
 const DISTINCT_PX: f64 = 2.5;
 /// Fewer profiles than this is no measurement.
-const MIN_PROFILES: usize = 30;
+pub const MIN_PROFILES: usize = 30;
 /// A depth moves only when the sides measured are this much wider or narrower (pixels, the
 /// median) and by this share of their width: two renderers' lines differ by less (the
 /// oracle's exact sides in test100 targets measured 9.26 px for 9.58, 3.3%, and 24.00 px for
