@@ -252,12 +252,12 @@ mod tests {
 
     #[test]
     fn a_tall_blocks_sides_are_not_measured() {
-        // Its sides (about 49 px) are wider than MAX_SIDE_PX: other features' lines are
-        // likelier between them, and the line fit sees a pixel there.
-        let lines = drawn_box(TRUE, 20.0);
+        // Its sides (70 px and more across their lines) are wider than MAX_SIDE_PX: other
+        // features' lines are likelier between them, and the line fit sees a pixel there.
+        let lines = drawn_box(TRUE, 40.0);
         let target = TargetPixels::new(SIZE, lines.clone(), &lines);
-        let ids = ids_of(&drawn_box(TRUE, 18.0));
-        let extent = Extent::OneSide { depth: 18.0 };
+        let ids = ids_of(&drawn_box(TRUE, 36.0));
+        let extent = Extent::OneSide { depth: 36.0 };
         assert_eq!(measure(&rectangle("S1", TRUE), &extent, false, &xy(), &camera(), &ids, still(), &target), None);
     }
 }
