@@ -60,7 +60,7 @@ fn the_cli_prints_the_table_writes_json_and_counts_a_missing_prediction_as_not_c
         "normalisation  unit-cube",
         "N = 8192",
         "FNV-1a",
-        "exact 2, voxel 0",
+        "exact 2, fuzzy 0, voxel 0",
         "3 (2 compiled, 1 did not compile)",
         "did not compile (1): CR 0",
         "CR",
