@@ -319,7 +319,7 @@ pub fn fit_program(
         if !measured.worth_moving() {
             report.dropped = Some(format!(
                 "the sides measure {:.2} px in the target against {:.2} px in the model over {} profiles (spread \
-                 {:.3}): a depth moves for a change of {} px and {}% of the width that at least {} profiles agree on",
+                 {:.3}): a depth moves for a change of {} px and {:.1}% of the width that at least {} profiles agree on",
                 measured.target_px,
                 measured.model_px,
                 measured.profiles,
