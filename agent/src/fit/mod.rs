@@ -77,6 +77,19 @@ pub const MIN_MOVED_GAIN: f64 = 0.5;
 /// on test100 targets changed 20 to 62 pixels where the search chased rendering differences).
 const MIN_MOVED_PIXELS: usize = 40;
 
+/// The value at a fractional pixel, bilinear between pixel centres (pixel k covers [k, k + 1):
+/// its value belongs at k + 0.5); `at` gives a whole pixel's value.
+pub(crate) fn bilinear(x: f64, y: f64, at: impl Fn(i64, i64) -> f64) -> f64 {
+    let (x, y) = (x - 0.5, y - 0.5);
+    let (x0, y0) = (x.floor(), y.floor());
+    let (fx, fy) = (x - x0, y - y0);
+    let (i, j) = (x0 as i64, y0 as i64);
+    at(i, j) * (1.0 - fx) * (1.0 - fy)
+        + at(i + 1, j) * fx * (1.0 - fy)
+        + at(i, j + 1) * (1.0 - fx) * fy
+        + at(i + 1, j + 1) * fx * fy
+}
+
 /// The target as the fit compares with it, at the framing of the views (S_t on the same
 /// circle): its silhouette and the distance of every pixel to its nearest drawn line.
 #[derive(Debug, Clone)]

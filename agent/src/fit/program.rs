@@ -15,7 +15,6 @@
 
 use std::time::Instant;
 
-use freecad_bridge::command::Extent;
 use freecad_bridge::state::{Frame, ModelState};
 use freecad_bridge::{BridgeError, Command, Program, Session, StepError};
 use serde::{Deserialize, Serialize};
@@ -302,16 +301,9 @@ pub fn fit_program(
         };
         let feature_started = Instant::now();
         let picture = &built.picture;
-        let Some(measured) = thickness::measure(
-            sketch,
-            &extrude.extent,
-            extrude.reversed,
-            &frame,
-            &picture.camera,
-            &picture.ids,
-            picture.alignment(),
-            target,
-        ) else {
+        let Some(measured) =
+            thickness::measure(sketch, extrude, &frame, &picture.camera, &picture.ids, picture.alignment(), target)
+        else {
             continue;
         };
         let before = picture.agreement;
@@ -331,7 +323,7 @@ pub fn fit_program(
         } else {
             let mut candidate = current.clone();
             if let Command::Extrude(e) = &mut candidate.commands[k] {
-                set_depth(&mut e.extent, measured.depth);
+                sketch::scale_depth(&mut e.extent, measured.factor());
             }
             report.evaluations += 1;
             holds_current = false;
@@ -373,12 +365,6 @@ fn profile_indices(before: &[Command], command: &Command) -> Vec<usize> {
         .into_iter()
         .filter_map(|name| before.iter().rposition(|c| matches!(c, Command::Sketch(s) if &s.name == name)))
         .collect()
-}
-
-fn set_depth(extent: &mut Extent, to: f64) {
-    if let Extent::OneSide { depth } | Extent::Symmetric { depth } = extent {
-        *depth = to;
-    }
 }
 
 /// The plane named `on` among `before` (its index) and its offset, when it is offset from

@@ -165,20 +165,13 @@ impl Model<'_> {
 /// bilinear, capped.
 fn line_distance(target: &TargetPixels, bin: usize, x: f64, y: f64) -> f64 {
     let size = target.size as usize;
-    // Pixel k covers [k, k + 1): its value belongs at k + 0.5.
-    let (x, y) = (x - 0.5, y - 0.5);
-    let (x0, y0) = (x.floor(), y.floor());
+    // The four pixels around it must all be inside the picture.
+    let (x0, y0) = ((x - 0.5).floor(), (y - 0.5).floor());
     if x0 < 0.0 || y0 < 0.0 || x0 + 1.0 >= size as f64 || y0 + 1.0 >= size as f64 {
         return EDGE_CAP;
     }
-    let (fx, fy) = (x - x0, y - y0);
     let field = &target.oriented[bin];
-    let at = |dx: usize, dy: usize| f64::from(field[(y0 as usize + dy) * size + x0 as usize + dx]);
-    let d = at(0, 0) * (1.0 - fx) * (1.0 - fy)
-        + at(1, 0) * fx * (1.0 - fy)
-        + at(0, 1) * (1.0 - fx) * fy
-        + at(1, 1) * fx * fy;
-    d.min(EDGE_CAP)
+    super::bilinear(x, y, |i, j| f64::from(field[j as usize * size + i as usize])).min(EDGE_CAP)
 }
 
 /// The copies of the profile an extent makes, in depths along the sketch normal (which side
@@ -617,7 +610,7 @@ fn apply(sketch: &mut Sketch, fitted: &Numbers, existing: Option<super::dimensio
     super::dimensions::follow_geometry(sketch, existing);
 }
 
-fn scale_depth(extent: &mut Extent, factor: f64) {
+pub(super) fn scale_depth(extent: &mut Extent, factor: f64) {
     match extent {
         Extent::OneSide { depth } | Extent::Symmetric { depth } => *depth *= factor,
         Extent::TwoSides { depth, depth2 } => {
@@ -660,7 +653,7 @@ pub(super) mod tests {
         Sketch { name: name.into(), on: "XY".into(), primitives, constraints: Vec::new(), auto_coincident: true }
     }
 
-    fn pad(depth: f64) -> Extrude {
+    pub(crate) fn pad(depth: f64) -> Extrude {
         Extrude { profile: "S1".into(), mode: Mode::Add, extent: Extent::OneSide { depth }, reversed: false }
     }
 

@@ -16,7 +16,7 @@
 //! median over every profile (hundreds along a plate's long side) against the width the
 //! model's own depth makes there gives the depth's factor, to a tenth of a pixel.
 
-use freecad_bridge::command::{Extent, Primitive, Sketch};
+use freecad_bridge::command::{Extent, Extrude, Primitive, Sketch};
 use freecad_bridge::state::Frame;
 use nalgebra::{Point3, Vector3};
 use serde::{Deserialize, Serialize};
@@ -69,24 +69,27 @@ pub struct Measured {
 }
 
 impl Measured {
+    /// The factor the measurement puts on the depth.
+    pub fn factor(&self) -> f64 {
+        self.target_px / self.model_px
+    }
+
     /// Whether the depth should move: enough profiles, agreeing, and a change beyond what
     /// two renderers' lines differ by.
     pub fn worth_moving(&self) -> bool {
         self.profiles >= MIN_PROFILES
             && self.spread <= MAX_SPREAD
             && (self.target_px - self.model_px).abs() >= MIN_CHANGE_PX.max(MIN_CHANGE_SHARE * self.model_px)
-            && (1.0 / MAX_FACTOR..=MAX_FACTOR).contains(&(self.target_px / self.model_px))
+            && (1.0 / MAX_FACTOR..=MAX_FACTOR).contains(&self.factor())
     }
 }
 
-/// Measure the depth of an extrusion of `sketch` (as solved, on `frame`) with `extent`
-/// against the target, where the model's picture is `ids` (through `camera`) and lies on the
+/// Measure the depth of `extrude` of `sketch` (as solved, on `frame`) against the target, where the model's picture is `ids` (through `camera`) and lies on the
 /// target by `align`. `None`: no side of it at most [`MAX_SIDE_PX`] wide shows (or the extent
 /// has no single depth).
 pub fn measure(
     sketch: &Sketch,
-    extent: &Extent,
-    reversed: bool,
+    extrude: &Extrude,
     frame: &Frame,
     camera: &Camera,
     ids: &IdBuffers,
@@ -95,8 +98,8 @@ pub fn measure(
 ) -> Option<Measured> {
     // The two copies of the profile that bound the side: the sketch's and the far one (a
     // symmetric extent's are half a depth either way).
-    let (depth, near, far) = match *extent {
-        Extent::OneSide { depth } => (depth, 0.0, if reversed { -depth } else { depth }),
+    let (depth, near, far) = match extrude.extent {
+        Extent::OneSide { depth } => (depth, 0.0, if extrude.reversed { -depth } else { depth }),
         Extent::Symmetric { depth } => (depth, -depth / 2.0, depth / 2.0),
         Extent::TwoSides { .. } | Extent::ThroughAll { .. } => return None,
     };
@@ -115,19 +118,10 @@ pub fn measure(
     // The target's line pixels (distance zero), sampled bilinearly.
     let size = target.size as usize;
     let line = |x: f64, y: f64| -> f64 {
-        let (x, y) = (x - 0.5, y - 0.5);
-        let (x0, y0) = (x.floor(), y.floor());
-        let at = |i: f64, j: f64| {
-            if i < 0.0 || j < 0.0 || i as usize >= size || j as usize >= size {
-                return 0.0;
-            }
-            f64::from(u8::from(target.line_distance[j as usize * size + i as usize] == 0.0))
-        };
-        let (fx, fy) = (x - x0, y - y0);
-        at(x0, y0) * (1.0 - fx) * (1.0 - fy)
-            + at(x0 + 1.0, y0) * fx * (1.0 - fy)
-            + at(x0, y0 + 1.0) * (1.0 - fx) * fy
-            + at(x0 + 1.0, y0 + 1.0) * fx * fy
+        super::bilinear(x, y, |i, j| {
+            let inside = i >= 0 && j >= 0 && (i as usize) < size && (j as usize) < size;
+            f64::from(u8::from(inside && target.line_distance[j as usize * size + i as usize] == 0.0))
+        })
     };
     let mut factors: Vec<f64> = Vec::new();
     let mut widths: Vec<(f64, f64)> = Vec::new();
@@ -219,7 +213,7 @@ fn median(values: &mut [f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fit::sketch::tests::{SIZE, TRUE, camera, drawn_box, ids_of, rectangle, still, xy};
+    use crate::fit::sketch::tests::{SIZE, TRUE, camera, drawn_box, ids_of, pad, rectangle, still, xy};
 
     /// A 40 x 30 plate on XY, `drawn` mm thick, measured against a target drawn `actual` thick
     /// (the test camera: about 4.9 px for 2 mm).
@@ -227,8 +221,7 @@ mod tests {
         let lines = drawn_box(TRUE, actual);
         let target = TargetPixels::new(SIZE, lines.clone(), &lines);
         let ids = ids_of(&drawn_box(TRUE, drawn));
-        let extent = Extent::OneSide { depth: drawn };
-        measure(&rectangle("S1", TRUE), &extent, false, &xy(), &camera(), &ids, still(), &target).expect("sides show")
+        measure(&rectangle("S1", TRUE), &pad(drawn), &xy(), &camera(), &ids, still(), &target).expect("sides show")
     }
 
     #[test]
@@ -257,7 +250,6 @@ mod tests {
         let lines = drawn_box(TRUE, 40.0);
         let target = TargetPixels::new(SIZE, lines.clone(), &lines);
         let ids = ids_of(&drawn_box(TRUE, 36.0));
-        let extent = Extent::OneSide { depth: 36.0 };
-        assert_eq!(measure(&rectangle("S1", TRUE), &extent, false, &xy(), &camera(), &ids, still(), &target), None);
+        assert_eq!(measure(&rectangle("S1", TRUE), &pad(36.0), &xy(), &camera(), &ids, still(), &target), None);
     }
 }
