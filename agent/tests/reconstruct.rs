@@ -1008,3 +1008,92 @@ fn a_thin_plates_depth_read_wrong_is_measured_back_at_end() {
     let measured = measured.expect("the depth was measured and moved");
     assert!(measured["report"]["thickness"]["profiles"].as_u64() > Some(100), "{measured}");
 }
+
+/// A square tube whose walls the reader draws at two fifths of the target's (a loop a few
+/// pixels inside the outline, as readers drew a tray's rim): the line fit pulls each inner
+/// line onto the nearest of the target's lines, the outline's, and the fit at END measures the
+/// wall between the target's outline and the first line inside it instead.
+#[test]
+fn a_tubes_walls_drawn_thin_are_measured_to_the_targets_at_end() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gt = dir.path().join("tube.json");
+    let rectangle = |x: f64, y: f64| -> Value {
+        let c = [[-x, -y], [x, -y], [x, y], [-x, y]];
+        Value::Array(
+            (0..4).map(|i| serde_json::json!({"type": "line", "start": c[i], "end": c[(i + 1) % 4]})).collect(),
+        )
+    };
+    let mut primitives = rectangle(20.0, 15.0).as_array().expect("lines").clone();
+    primitives.extend(rectangle(17.0, 12.0).as_array().expect("lines").iter().cloned());
+    let program = serde_json::json!({"commands": [
+        {"op": "sketch", "name": "S1", "on": "XY", "primitives": primitives},
+        {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": 30}},
+        {"op": "end"}]});
+    std::fs::write(&gt, program.to_string()).expect("ground truth");
+    let image = target_image(&gt, dir.path());
+    // The reader's drawing in the sketch window (0..1 across 100 mm of the model, centred on
+    // the origin): the outline about where the target has it, the walls 2 mm where the
+    // target's are about 5.
+    let window = |x: f64, y: f64| -> Value {
+        let c = [[0.5 - x, 0.5 - y], [0.5 + x, 0.5 - y], [0.5 + x, 0.5 + y], [0.5 - x, 0.5 + y]];
+        Value::Array(
+            (0..4).map(|i| serde_json::json!({"type": "line", "start": c[i], "end": c[(i + 1) % 4]})).collect(),
+        )
+    };
+    let mut drawn = window(0.343, 0.257).as_array().expect("lines").clone();
+    drawn.extend(window(0.323, 0.237).as_array().expect("lines").iter().cloned());
+    let script = dir.path().join("script.jsonl");
+    write_script(
+        &script,
+        &[
+            serde_json::json!({"stage": "stage1", "answer": {"reason": "a tube", "sketches": [{"name": "S1", "on": "XY"}],
+                "command": {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": 51.4}}}}),
+            serde_json::json!({"stage": "stage2", "answer": {"primitives": drawn}}),
+            serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": []}}),
+            serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}}),
+        ],
+    );
+    let run = |name: &str, extra: &[&str]| -> PathBuf {
+        let out = dir.path().join(name);
+        let mut args = vec!["--vlm", "scripted", "--script", script.to_str().expect("utf-8")];
+        args.extend(extra);
+        let output = reconstruct(&image, &out, &args);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        out
+    };
+    // Each wall's width over the outline's half-width on its axis (the target's: 3/20, 3/15).
+    let walls = |out: &Path| -> Vec<f64> {
+        let program: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+        let lines = program["commands"][0]["primitives"].as_array().expect("primitives").clone();
+        let point = |k: usize| -> [f64; 2] {
+            let p = &lines[k]["start"];
+            [p[0].as_f64().expect("x"), p[1].as_f64().expect("y")]
+        };
+        let (outer, inner) = (point(2), point(6));
+        let [ox, oy] = [outer[0].abs(), outer[1].abs()];
+        let (a, b) = (point(4), point(6));
+        vec![(ox - a[0].abs()) / ox, (oy - a[1].abs()) / oy, (ox - b[0].abs()) / ox, (oy - inner[1].abs()) / oy]
+    };
+    let unfitted = run("unfitted", &["--no-fit"]);
+    let fitted = run("fitted", &[]);
+    let truth = [3.0 / 20.0, 3.0 / 15.0, 3.0 / 20.0, 3.0 / 15.0];
+    for (w, t) in walls(&unfitted).iter().zip(truth) {
+        assert!(w / t < 0.5, "unfitted walls {:?}", walls(&unfitted));
+    }
+    for (w, t) in walls(&fitted).iter().zip(truth) {
+        assert!((w / t - 1.0).abs() < 0.1, "fitted walls {:?} for {truth:?}", walls(&fitted));
+    }
+    let (before, after) = (
+        iou(&unfitted.join("model.FCStd"), &gt, "static").expect("scored"),
+        iou(&fitted.join("model.FCStd"), &gt, "static").expect("scored"),
+    );
+    assert!(before < 0.6 && after > 0.93, "static IoU {before} without the fit, {after} with it");
+    let measured = trace(&fitted)
+        .into_iter()
+        .filter(|e| e["event"] == "program_fit")
+        .flat_map(|e| e["report"]["features"].as_array().cloned().unwrap_or_default())
+        .find(|f| f["report"]["walls"].is_array() && f["report"]["dropped"].is_null())
+        .expect("the walls were measured and moved");
+    assert_eq!(measured["report"]["walls"].as_array().map(Vec::len), Some(4), "{measured}");
+}

@@ -30,6 +30,7 @@ pub mod program;
 pub mod sketch;
 pub mod thickness;
 mod ties;
+pub mod wall;
 
 use std::time::Instant;
 
@@ -202,6 +203,9 @@ pub struct FitReport {
     /// A thin extrusion's depth measured across its sides ([`thickness`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thickness: Option<thickness::Measured>,
+    /// Thin walls beside a profile's inner lines, measured across them ([`wall`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub walls: Vec<wall::Measured>,
     /// Candidates rebuilt and rendered.
     pub evaluations: usize,
     pub seconds: f64,
@@ -221,6 +225,7 @@ impl FitReport {
             moved: None,
             dropped: None,
             thickness: None,
+            walls: Vec::new(),
             evaluations: 0,
             seconds: 0.0,
         }

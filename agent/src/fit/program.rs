@@ -15,16 +15,16 @@
 
 use std::time::Instant;
 
-use freecad_bridge::state::{Frame, ModelState};
+use freecad_bridge::state::{EdgeKind, Frame, ModelState, Point3};
 use freecad_bridge::{BridgeError, Command, Program, Session, StepError};
 use serde::{Deserialize, Serialize};
 use views::{IdBuffers, Options, Scene};
 
 use super::dimensions::Existing;
-use super::thickness;
 use super::{
     Agreement, FitReport, MIN_MOVED_GAIN, TargetPixels, agreement, describe_changes, feature_of, moved_edges, sketch,
 };
+use super::{thickness, wall};
 
 /// What the fit at END did to one feature.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -118,6 +118,8 @@ struct Picture {
     ids: IdBuffers,
     agreement: Agreement,
     camera: views::Camera,
+    /// The model's straight edges, by their end points (a wall's other side, [`wall`]).
+    edges: Vec<[Point3; 2]>,
 }
 
 impl Picture {
@@ -131,7 +133,14 @@ fn picture(session: &mut Session, view: &View<'_>) -> Result<Picture, BridgeErro
     let scene = Scene::new(&tessellation, session.state());
     let ids = views::outline(&scene, view.opts);
     let agreement = agreement(&ids, view.target);
-    Ok(Picture { agreement, camera: views::outline_camera(&scene, view.opts), ids })
+    let edges = session
+        .state()
+        .edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Line)
+        .filter_map(|e| Some([e.start?, e.end?]))
+        .collect();
+    Ok(Picture { agreement, camera: views::outline_camera(&scene, view.opts), ids, edges })
 }
 
 /// Fit every extrusion, revolve and loft of `program` (as solved) to the target, in program order.
@@ -341,6 +350,31 @@ pub fn fit_program(
         report.seconds = feature_started.elapsed().as_secs_f64();
         done.features.push(FeatureFit { command: k, report, undone: false });
     }
+    // Then the thin walls beside the profiles' inner lines, measured across them ([`wall`]).
+    let inner: Vec<[Point3; 2]> = (0..current.commands.len())
+        .flat_map(|k| {
+            let j = profile_indices(&current.commands[..k], &current.commands[k]).first().copied()?;
+            match (&current.commands[k], &current.commands[j], built.frames[j]) {
+                (Command::Extrude(e), Command::Sketch(s), Some(frame)) => Some(wall::inner_segments(s, e, &frame)),
+                _ => None,
+            }
+        })
+        .flatten()
+        .collect();
+    for k in 0..current.commands.len() {
+        let Some(j) = profile_indices(&current.commands[..k], &current.commands[k]).first().copied() else { continue };
+        let feature_started = Instant::now();
+        let Some((mut report, kept)) = fit_walls(session, &mut done, (&current, &built), (j, k), &inner, &view)? else {
+            continue;
+        };
+        holds_current = kept.is_some() || (holds_current && report.evaluations == 0);
+        if let Some(after) = kept {
+            current = after.solved.clone();
+            built = after;
+        }
+        report.seconds = feature_started.elapsed().as_secs_f64();
+        done.features.push(FeatureFit { command: k, report, undone: false });
+    }
     // The session holds the program that is kept: the one given, to the bit, when nothing
     // moved (a rebuild solves its sketches again, to about 1e-12 of where they were).
     if !holds_current {
@@ -349,6 +383,100 @@ pub fn fit_program(
     done.seconds = started.elapsed().as_secs_f64();
     let changed = current != *program;
     Ok((if changed { current } else { program.clone() }, done))
+}
+
+/// Measure the walls beside the inner lines of feature `k` (an extrusion of sketch `j`) in
+/// `current` as `built`, and move those the target draws wider or narrower ([`wall`]): the
+/// report, and the new build when the move is kept. `None`: no wall of it shows.
+fn fit_walls(
+    session: &mut Session,
+    done: &mut ProgramFit,
+    (current, built): (&Program, &Build),
+    (j, k): (usize, usize),
+    inner: &[[Point3; 2]],
+    view: &View<'_>,
+) -> Result<Option<(FitReport, Option<Build>)>, BridgeError> {
+    let (Command::Extrude(_), Command::Sketch(sketch), Some(frame)) =
+        (&current.commands[k], &current.commands[j], built.frames[j])
+    else {
+        return Ok(None);
+    };
+    let measure = |build: &Build| -> Vec<wall::Measured> {
+        let p = &build.picture;
+        match (&build.solved.commands[j], &build.solved.commands[k]) {
+            (Command::Sketch(s), Command::Extrude(e)) => {
+                wall::measure(s, e, &frame, &p.edges, inner, &p.camera, &p.ids, p.alignment(), view.target)
+            }
+            _ => Vec::new(),
+        }
+    };
+    let walls = measure(built);
+    if walls.is_empty() {
+        return Ok(None);
+    }
+    let before = built.picture.agreement;
+    let mut report = FitReport { walls: walls.clone(), ..FitReport::unmoved(before, [0.0, 0.0]) };
+    let moves: Vec<(usize, [f64; 2])> = walls.iter().filter(|m| m.worth_moving()).map(|m| (m.line, m.shift)).collect();
+    if moves.is_empty() {
+        report.dropped = Some(format!(
+            "no wall's width differs by {} px and {:.1}% that at least {} profiles agree on",
+            thickness::MIN_CHANGE_PX,
+            100.0 * thickness::MIN_CHANGE_SHARE,
+            thickness::MIN_PROFILES
+        ));
+        return Ok(Some((report, None)));
+    }
+    let Some(mut fitted) = wall::shifted(sketch, &moves) else {
+        report.dropped = Some("a line to move meets a curve".into());
+        return Ok(Some((report, None)));
+    };
+    let existing = built.states[j].as_ref().map(|state| Existing { state, frame: &frame });
+    super::dimensions::follow_geometry(&mut fitted, existing);
+    let mut candidate = current.clone();
+    candidate.commands[j] = Command::Sketch(fitted);
+    report.evaluations += 1;
+    let after = match done.build(session, &candidate, view)? {
+        Ok(after) => after,
+        Err(e) => {
+            report.dropped = Some(format!("the program no longer builds with it: {}", e.error));
+            return Ok(Some((report, None)));
+        }
+    };
+    // How far the moved lines' walls are from the target's (pixels, summed); `None` when one
+    // of them is no longer measured. The rebuilt walls must be closer (the solver keeps the
+    // drawing's constraints, which may hold a line where it was).
+    let off = |walls: &[wall::Measured]| -> Option<f64> {
+        moves
+            .iter()
+            .map(|&(line, _)| walls.iter().find(|m| m.line == line).map(|m| (m.target_px - m.model_px).abs()))
+            .sum()
+    };
+    let (was, now) = (off(&walls).unwrap_or(0.0), off(&measure(&after)));
+    // A wall that grows or shrinks by more than a pixel or two must also leave the whole
+    // picture agreeing as well (the first line inward was the wall's); under that, the
+    // picture's whole-pixel alignment cannot tell, and the measurement decides.
+    let large = walls
+        .iter()
+        .any(|m| moves.iter().any(|&(l, _)| l == m.line) && (m.target_px - m.model_px).abs() > wall::CHECKED_PX);
+    let (cost_was, cost_now) = (before.cost(), after.picture.agreement.cost());
+    report.dropped = match now {
+        None => Some("rebuilt, a moved wall is no longer measured".into()),
+        Some(_) if large && cost_now > cost_was => Some(format!(
+            "rebuilt, the whole picture agrees less with the target (cost {cost_was:.3} -> {cost_now:.3})"
+        )),
+        Some(now) if now >= was => {
+            Some(format!("rebuilt, the moved walls differ from the target's by {now:.2} px against {was:.2} px before"))
+        }
+        Some(_) => None,
+    };
+    if report.dropped.is_some() {
+        return Ok(Some((report, None)));
+    }
+    report.after = after.picture.agreement;
+    if let Command::Sketch(solved) = &after.solved.commands[j] {
+        describe_changes(&mut report, sketch, solved, &current.commands[k], &after.solved.commands[k]);
+    }
+    Ok(Some((report, Some(after))))
 }
 
 /// The indices of the sketches a feature is drawn from, when the feature is one the fit

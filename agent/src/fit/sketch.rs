@@ -671,7 +671,7 @@ pub(super) mod tests {
     }
 
     /// The mask of straight segments (model coordinates) seen through the test camera.
-    fn segments(list: &[([f64; 3], [f64; 3])]) -> Vec<bool> {
+    pub(crate) fn segments(list: &[([f64; 3], [f64; 3])]) -> Vec<bool> {
         let camera = camera();
         let mut mask = vec![false; (SIZE * SIZE) as usize];
         for &(a, b) in list {

@@ -115,14 +115,6 @@ pub fn measure(
         let (x, y) = (p[0].floor() as i64, p[1].floor() as i64);
         (-1..=1).any(|dy| (-1..=1).any(|dx| ids.edge_at(x + dx, y + dy) != NO_ENTITY))
     };
-    // The target's line pixels (distance zero), sampled bilinearly.
-    let size = target.size as usize;
-    let line = |x: f64, y: f64| -> f64 {
-        super::bilinear(x, y, |i, j| {
-            let inside = i >= 0 && j >= 0 && (i as usize) < size && (j as usize) < size;
-            f64::from(u8::from(inside && target.line_distance[j as usize * size + i as usize] == 0.0))
-        })
-    };
     let mut factors: Vec<f64> = Vec::new();
     let mut widths: Vec<(f64, f64)> = Vec::new();
     for primitive in &sketch.primitives {
@@ -151,38 +143,13 @@ pub fn measure(
             if !drawn(p0) || !drawn(p1) {
                 continue;
             }
-            // The target's lines across the side: runs of line pixels along u from p0, each
-            // by its centre (pixels along u).
-            let (lo, hi) = (width.min(0.0) - SEEK_PX, width.max(0.0) + SEEK_PX);
-            let mut lines: Vec<f64> = Vec::new();
-            let (mut mass, mut moment) = (0.0, 0.0);
-            let mut r = lo;
-            while r <= hi + 1e-9 {
-                let (x, y) = align.on_target(p0[0] + r * u[0], p0[1] + r * u[1]);
-                let m = line(x, y);
-                if m >= 0.25 {
-                    mass += m;
-                    moment += m * r;
-                } else if mass > 0.0 {
-                    lines.push(moment / mass);
-                    (mass, moment) = (0.0, 0.0);
-                }
-                r += 0.25;
-            }
-            if mass > 0.0 {
-                lines.push(moment / mass);
-            }
-            // The line nearest each of the model's two: within reach, with no other nearly as
-            // near (a thin bar's other side, a window's edge), and not the same one. The
-            // sketch plane's line must be where the model draws it (within [`ON_LINE_PX`]):
-            // elsewhere the model's drawing, not its depth, is what is off.
-            let nearest = |at: f64| -> Option<f64> {
-                let mut by: Vec<(f64, f64)> = lines.iter().map(|&c| ((c - at).abs(), c)).collect();
-                by.sort_by(|a, b| a.0.total_cmp(&b.0));
-                let &(d, c) = by.first()?;
-                let alone = by.get(1).is_none_or(|&(d2, _)| d2 - d >= ALONE_PX);
-                (d <= SEEK_PX && alone).then_some(c)
-            };
+            // The target's lines across the side, and the one nearest each of the model's two:
+            // within reach, with no other nearly as near (a thin bar's other side, a window's
+            // edge), and not the same one. The sketch plane's line must be where the model
+            // draws it (within [`ON_LINE_PX`]): elsewhere the model's drawing, not its depth,
+            // is what is off.
+            let lines = lines_across(target, align, p0, u, width.min(0.0) - SEEK_PX, width.max(0.0) + SEEK_PX);
+            let nearest = |at: f64| nearest_alone(&lines, at, SEEK_PX);
             let (Some(c0), Some(c1)) = (nearest(0.0), nearest(width)) else { continue };
             if c0.abs() > ON_LINE_PX || (c1 - c0).abs() < 1e-9 {
                 continue;
@@ -204,7 +171,62 @@ pub fn measure(
     Some(Measured { depth: depth * factor, model_px, target_px: model_px * factor, profiles: factors.len(), spread })
 }
 
-fn median(values: &mut [f64]) -> f64 {
+/// The target's lines crossed going from `p0` (the model's picture) along the unit `u`,
+/// from `lo` to `hi` pixels: runs of line pixels, each by its centre (pixels along `u`),
+/// sampled bilinearly every quarter pixel.
+pub(super) fn lines_across(
+    target: &TargetPixels,
+    align: Alignment,
+    p0: [f64; 2],
+    u: [f64; 2],
+    lo: f64,
+    hi: f64,
+) -> Vec<f64> {
+    let size = target.size as usize;
+    let line = |x: f64, y: f64| -> f64 {
+        let (x, y) = align.on_target(x, y);
+        super::bilinear(x, y, |i, j| {
+            let inside = i >= 0 && j >= 0 && (i as usize) < size && (j as usize) < size;
+            f64::from(u8::from(inside && target.line_distance[j as usize * size + i as usize] == 0.0))
+        })
+    };
+    runs_across(line, p0, u, lo, hi)
+}
+
+/// The lines of a picture (`line`: how much of a line is at a point, 0 to 1) crossed going
+/// from `p0` along the unit `u`, from `lo` to `hi` pixels, each by its centre.
+pub(super) fn runs_across(line: impl Fn(f64, f64) -> f64, p0: [f64; 2], u: [f64; 2], lo: f64, hi: f64) -> Vec<f64> {
+    let mut lines: Vec<f64> = Vec::new();
+    let (mut mass, mut moment) = (0.0, 0.0);
+    let mut r = lo;
+    while r <= hi + 1e-9 {
+        let m = line(p0[0] + r * u[0], p0[1] + r * u[1]);
+        if m >= 0.25 {
+            mass += m;
+            moment += m * r;
+        } else if mass > 0.0 {
+            lines.push(moment / mass);
+            (mass, moment) = (0.0, 0.0);
+        }
+        r += 0.25;
+    }
+    if mass > 0.0 {
+        lines.push(moment / mass);
+    }
+    lines
+}
+
+/// The line of `lines` nearest `at`, when it is within `reach` and the next nearest lies
+/// [`ALONE_PX`] farther: the one meant, not one of two alike.
+pub(super) fn nearest_alone(lines: &[f64], at: f64, reach: f64) -> Option<f64> {
+    let mut by: Vec<(f64, f64)> = lines.iter().map(|&c| ((c - at).abs(), c)).collect();
+    by.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let &(d, c) = by.first()?;
+    let alone = by.get(1).is_none_or(|&(d2, _)| d2 - d >= ALONE_PX);
+    (d <= reach && alone).then_some(c)
+}
+
+pub(super) fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     let n = values.len();
     if n % 2 == 1 { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 }

@@ -1,0 +1,603 @@
+//! A wall's width, measured between the target's two lines that bound it in the plane of a
+//! face: a tray's rim, a tube's side, a frame's bar.
+//!
+//! A relay reader drew a tray's walls 2 mm where they are about 1.2 and 1.8 mm (static 0.79):
+//! in the picture each wall is a band a few pixels wide between the part's outer edge and the
+//! pocket's. The line fit places each line on its own: it moves a line by a pixel only as
+//! far as the whole-pixel alignment lets it see one, and an inner line drawn a pixel or two
+//! from the outline goes onto the outline's own line, the nearest. As with a plate's depth
+//! ([`super::thickness`]), a width needs neither: where the model draws a line of the
+//! profile and, beside it on the same face and about parallel, another edge of the model,
+//! the target draws its outline line by that edge and, inward from it, the wall's other
+//! line. Every pixel along the line gives one profile across both; the distance between the
+//! centres of the target's two lines is the wall there. Both are drawn with one pen, so line
+//! width and anti-aliasing cancel, and the wall is measured from the target's own outline,
+//! so the picture's alignment cancels too.
+//!
+//! Which side moves: the profile's line, when it bounds material from inside (an inner loop
+//! of a pad's profile, the hole of a tube; or any line of a cut: a pocket's side). The other
+//! edge is the part's outline there, which the silhouette and the line fit place; the inner
+//! line has nothing else to place it. Between two such lines (a bar between two pockets)
+//! nothing moves: which side is off is not known.
+
+use freecad_bridge::command::{Extent, Extrude, Mode, Primitive, Sketch};
+use freecad_bridge::state::{Frame, Point3};
+use nalgebra::{Point3 as P3, Vector3};
+use serde::{Deserialize, Serialize};
+use views::{Camera, IdBuffers, NO_ENTITY};
+
+use super::sketch::{Shape, numbers_of};
+use super::thickness::{
+    MIN_CHANGE_PX, MIN_CHANGE_SHARE, MIN_PROFILES, lines_across, median, nearest_alone, runs_across,
+};
+use super::{Alignment, TargetPixels};
+
+/// Walls whose two lines are at most this far apart in the model's picture (pixels) move: a
+/// wall is thin (a wider one is the line fit's: relay parts' walls of 10 to 30 px
+/// moved by this measurement fell as often as they rose, 00966577 0.599 -> 0.590) ...
+pub const MAX_WALL_PX: f64 = 12.0;
+/// ... and walls up to this wide are measured, in the model (a moved wall is measured again)
+/// and in the target (a reader's wall may be a third of the target's).
+const MAX_TARGET_WALL_PX: f64 = 30.0;
+/// Two of the target's lines closer than this (pixels) are one line.
+const DISTINCT_PX: f64 = 2.5;
+/// The target's widths along the line must agree: their median absolute deviation at most
+/// this share of their median.
+const MAX_SPREAD: f64 = 0.1;
+/// The factor stays within this either way: a reader's wall may be a pixel where the target's
+/// is four (the inner line drawn beside the outline's), but not less.
+const MAX_FACTOR: f64 = 4.0;
+/// A wall that changes by more than this (pixels) is moved only when the whole picture
+/// agrees with the target at least as well after (the measurement's first line inward could be
+/// another feature's); a smaller change the picture's whole-pixel alignment cannot see.
+pub const CHECKED_PX: f64 = 1.5;
+/// The model's wall is at least this wide (pixels): its inner line is not its outline's.
+const MIN_MODEL_PX: f64 = 1.0;
+/// The target's outline line lies at most this far (pixels) from the model's edge: the
+/// outline is where the target's is, only the wall's inner side is in question.
+const ON_LINE_PX: f64 = 1.5;
+/// Profiles stay this far (pixels) from a line's ends, where the corner's other edges are.
+const END_MARGIN_PX: f64 = 3.0;
+/// An edge is the wall's other side when it runs beside at least this share of the line ...
+const MIN_OVERLAP: f64 = 0.5;
+/// ... and about parallel to it: the sine of the angle between them at most this (6 degrees;
+/// a reader's rectangle is square, a simulated reader's corners are each a little off).
+const MAX_SKEW: f64 = 0.1;
+/// The profiles' moves farther than this (mm) from the straight line through them are left out
+/// of a second fit (another feature's line crossing the wall).
+const MOVE_OUTLIER_MM: f64 = 0.3;
+/// A line whose move shows less than this (pixels per mm, across its picture) is seen edge on.
+const MIN_PX_PER_MM: f64 = 0.5;
+
+/// One line of a profile whose wall was measured (the trace records it).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// The primitive's index in the sketch.
+    pub line: usize,
+    /// The wall's width in the model (mm, in the sketch's plane, beside the line's middle).
+    pub wall: f64,
+    /// How far the line's start and end move (mm) along its left normal (the direction
+    /// `end - start` turned a quarter anticlockwise in the sketch's coordinates) to make the
+    /// wall as wide as the target draws it: a straight line through the profiles' moves (a
+    /// reader's line may be turned a little against the outline, as well as shifted).
+    pub shift: [f64; 2],
+    /// The wall's median width in the model's picture and in the target (pixels).
+    pub model_px: f64,
+    pub target_px: f64,
+    pub profiles: usize,
+    /// The median absolute deviation of the target's widths, over their median.
+    pub spread: f64,
+    /// How far the target's outline line lies from the model's edge (pixels, the median).
+    pub outline_px: f64,
+}
+
+impl Measured {
+    pub fn factor(&self) -> f64 {
+        self.target_px / self.model_px
+    }
+
+    /// Whether the line should move: enough profiles, agreeing, and a change beyond what two
+    /// renderers' lines differ by (the same rule as a depth's, [`super::thickness`]).
+    pub fn worth_moving(&self) -> bool {
+        self.profiles >= MIN_PROFILES
+            && self.model_px <= MAX_WALL_PX
+            && self.spread <= MAX_SPREAD
+            && (self.target_px - self.model_px).abs() >= MIN_CHANGE_PX.max(MIN_CHANGE_SHARE * self.model_px)
+            && (1.0 / MAX_FACTOR..=MAX_FACTOR).contains(&self.factor())
+    }
+}
+
+/// The lines of `sketch` that bound material from inside: every line of a cut's profile,
+/// and the lines of a pad's inner loops (a loop whose box lies inside another loop's).
+pub fn inner_lines(sketch: &Sketch, extrude: &Extrude) -> Vec<usize> {
+    let (numbers, shapes) = numbers_of(sketch);
+    let line_of = |k: usize| matches!(sketch.primitives[k], Primitive::Line { construction: false, .. });
+    if extrude.mode == Mode::Cut {
+        return (0..sketch.primitives.len()).filter(|&k| line_of(k)).collect();
+    }
+    // Loops: primitives joined by shared points (union-find over the points).
+    let mut parent: Vec<usize> = (0..numbers.points.len()).collect();
+    fn root(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    let ends = |shape: &Shape| -> Vec<usize> {
+        match *shape {
+            Shape::Line { a, b } => vec![a, b],
+            Shape::Arc { a, m, b } => vec![a, m, b],
+            Shape::CenterArc { c, .. } | Shape::Circle { c, .. } => vec![c],
+        }
+    };
+    for (k, shape) in &shapes {
+        if super::sketch::is_construction(&sketch.primitives[*k]) {
+            continue;
+        }
+        let e = ends(shape);
+        for w in e.windows(2) {
+            let (x, y) = (root(&mut parent, w[0]), root(&mut parent, w[1]));
+            parent[x] = y;
+        }
+    }
+    // Each loop's box, from its primitives' points (a circle's from its centre and radius).
+    let mut boxes: std::collections::BTreeMap<usize, [f64; 4]> = std::collections::BTreeMap::new();
+    let mut loop_of = vec![usize::MAX; sketch.primitives.len()];
+    for (k, shape) in &shapes {
+        if super::sketch::is_construction(&sketch.primitives[*k]) {
+            continue;
+        }
+        let r = root(&mut parent, ends(shape)[0]);
+        loop_of[*k] = r;
+        let reach = match *shape {
+            Shape::CenterArc { r, .. } | Shape::Circle { r, .. } => numbers.radii[r],
+            _ => 0.0,
+        };
+        let b = boxes.entry(r).or_insert([f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY]);
+        for p in ends(shape).into_iter().map(|i| numbers.points[i]) {
+            *b = [b[0].min(p[0] - reach), b[1].min(p[1] - reach), b[2].max(p[0] + reach), b[3].max(p[1] + reach)];
+        }
+    }
+    let inside = |a: &[f64; 4], b: &[f64; 4]| a[0] > b[0] && a[1] > b[1] && a[2] < b[2] && a[3] < b[3];
+    (0..sketch.primitives.len())
+        .filter(|&k| line_of(k))
+        .filter(|&k| {
+            let own = &boxes[&loop_of[k]];
+            boxes.iter().any(|(&r, b)| r != loop_of[k] && inside(own, b))
+        })
+        .collect()
+}
+
+/// Where an extrusion's profile has copies: along the sketch's normal, its two ends.
+fn copies(extrude: &Extrude) -> Vec<f64> {
+    match extrude.extent {
+        Extent::OneSide { depth } => vec![0.0, if extrude.reversed { -depth } else { depth }],
+        Extent::Symmetric { depth } => vec![-depth / 2.0, depth / 2.0],
+        Extent::TwoSides { depth, depth2 } => vec![depth, -depth2],
+        Extent::ThroughAll { .. } => vec![0.0],
+    }
+}
+
+/// The inner lines ([`inner_lines`]) of `extrude`'s profile `sketch` (as solved, on
+/// `frame`), in the model, at each end of the extrusion.
+pub fn inner_segments(sketch: &Sketch, extrude: &Extrude, frame: &Frame) -> Vec<[Point3; 2]> {
+    let normal = Vector3::from(frame.normal);
+    let mut out = Vec::new();
+    for k in inner_lines(sketch, extrude) {
+        let Primitive::Line { start, end, .. } = sketch.primitives[k] else { continue };
+        for along in copies(extrude) {
+            let at = |p: [f64; 2]| (Vector3::from(frame.to_global(p[0], p[1])) + normal * along).into();
+            out.push([at(start), at(end)]);
+        }
+    }
+    out
+}
+
+/// Whether the edge `pq` lies on the line through `segment` (within `tol`).
+fn collinear(segment: &[Point3; 2], [p, q]: [Vector3<f64>; 2], tol: f64) -> bool {
+    let (a, b) = (Vector3::from(segment[0]), Vector3::from(segment[1]));
+    let d = b - a;
+    if d.norm() <= tol {
+        return false;
+    }
+    let d = d.normalize();
+    let off = |x: Vector3<f64>| (x - a - d * (x - a).dot(&d)).norm();
+    off(p) <= tol && off(q) <= tol
+}
+
+/// Measure the walls beside the inner lines of `extrude` of `sketch` (as solved, on `frame`)
+/// against the target. `edges` are the finished model's straight edges (end points); `inner`
+/// the inner lines of every profile of the program, as placed ([`inner_segments`]): an edge
+/// on one of them is no outline (a bar between two pockets has a pocket on either side, and
+/// which is off is not known). The model's picture is `ids` (through `camera`), lying on the target by `align`. One entry per
+/// line with a wall on one side only (a bar between two windows is left alone: which side
+/// moves is not known).
+#[allow(clippy::too_many_arguments)]
+pub fn measure(
+    sketch: &Sketch,
+    extrude: &Extrude,
+    frame: &Frame,
+    edges: &[[Point3; 2]],
+    inner: &[[Point3; 2]],
+    camera: &Camera,
+    ids: &IdBuffers,
+    align: Alignment,
+    target: &TargetPixels,
+) -> Vec<Measured> {
+    let copies = copies(extrude);
+    let normal = Vector3::from(frame.normal);
+    let (xa, ya) = (Vector3::from(frame.x_axis), Vector3::from(frame.y_axis));
+    let project = |p: Vector3<f64>| camera.project(&P3::from(p)).map(|(x, y, _)| [x, y]);
+    let model_line =
+        |x: f64, y: f64| -> f64 { super::bilinear(x, y, |i, j| f64::from(u8::from(ids.edge_at(i, j) != NO_ENTITY))) };
+    let drawn = |p: [f64; 2]| {
+        let (x, y) = (p[0].floor() as i64, p[1].floor() as i64);
+        (-1..=1).any(|dy| (-1..=1).any(|dx| ids.edge_at(x + dx, y + dy) != NO_ENTITY))
+    };
+    let scale = edges.iter().flat_map(|e| e.iter().flatten()).fold(1.0_f64, |m, v| m.max(v.abs()));
+    let tol = 1e-5 * scale;
+    let cross = |a: [f64; 2], b: [f64; 2]| a[0] * b[1] - a[1] * b[0];
+    let mut found = Vec::new();
+    for index in inner_lines(sketch, extrude) {
+        let Primitive::Line { start, end, .. } = sketch.primitives[index] else { continue };
+        let (du, dv) = (end[0] - start[0], end[1] - start[1]);
+        let length = du.hypot(dv);
+        if length <= tol {
+            continue;
+        }
+        let dir = (xa * du + ya * dv) / length;
+        let left = [-dv / length, du / length];
+        let n3 = xa * left[0] + ya * left[1];
+        // Per profile: the line's move (mm along its left normal) that makes the wall as wide
+        // as the target's, the model's width and the target's (pixels).
+        let mut moves: Vec<(f64, f64)> = Vec::new();
+        let mut widths: Vec<(f64, f64)> = Vec::new();
+        let mut outline: Vec<f64> = Vec::new();
+        let mut walls: Vec<f64> = Vec::new();
+        let mut sides = (false, false);
+        // Whether the edge beside the line runs exactly its way in the model: the reader drew
+        // the wall's sides parallel, and they stay so (the line shifts, it does not turn).
+        let mut parallel = true;
+        for &along in &copies {
+            let a = Vector3::from(frame.to_global(start[0], start[1])) + normal * along;
+            // The nearest edge on the same face, about parallel and beside enough of the
+            // line, on each side: its end points, its offset at the line's middle (mm), and
+            // the stretch of the line it runs beside.
+            let mut best: [Option<([Vector3<f64>; 2], f64, f64, f64)>; 2] = [None, None];
+            for e in edges {
+                let (p, q) = (Vector3::from(e[0]), Vector3::from(e[1]));
+                let d = q - p;
+                if d.norm() <= tol || d.normalize().cross(&dir).norm() > MAX_SKEW {
+                    continue;
+                }
+                if (p - a).dot(&normal).abs() > tol || (q - a).dot(&normal).abs() > tol {
+                    continue;
+                }
+                let (s0, s1) = ((p - a).dot(&dir), (q - a).dot(&dir));
+                let (lo, hi) = (s0.min(s1).max(0.0), s0.max(s1).min(length));
+                if hi - lo < MIN_OVERLAP * length {
+                    continue;
+                }
+                // The edge's offset beside the stretch's middle.
+                let m = (lo + hi) / 2.0;
+                let t = (m - s0) / (s1 - s0);
+                let w = (p + d * t - a).dot(&n3);
+                if w.abs() <= tol || inner.iter().any(|s| collinear(s, [p, q], tol)) {
+                    continue;
+                }
+                let side = usize::from(w < 0.0);
+                if best[side].is_none_or(|b| w.abs() < b.1.abs()) {
+                    best[side] = Some(([p, q], w, lo, hi));
+                }
+            }
+            let (Some(p0), Some(p1)) = (project(a), project(a + dir * length)) else { continue };
+            let e = [p1[0] - p0[0], p1[1] - p0[1]];
+            let span = e[0].hypot(e[1]);
+            if span < 2.0 * END_MARGIN_PX + 1.0 {
+                continue;
+            }
+            let e = [e[0] / span, e[1] / span];
+            let u = [-e[1], e[0]];
+            // Pixels along u per mm the line moves along its left normal.
+            let Some(g) = project(a + n3).map(|q| (q[0] - p0[0]) * u[0] + (q[1] - p0[1]) * u[1]) else { continue };
+            if g.abs() < MIN_PX_PER_MM {
+                continue;
+            }
+            let near: Vec<_> = best
+                .iter()
+                .flatten()
+                .filter(|b| (MIN_MODEL_PX..=MAX_TARGET_WALL_PX).contains(&(b.1 * g).abs()))
+                .collect();
+            let &[&([ep, eq], w, lo, hi)] = &near[..] else {
+                if near.len() == 2 {
+                    sides = (true, true);
+                }
+                continue;
+            };
+            if w > 0.0 {
+                sides.0 = true;
+            } else {
+                sides.1 = true;
+            }
+            parallel &= (eq - ep).normalize().cross(&dir).norm() <= 1e-6;
+            walls.push(w.abs());
+            let (Some(pe), Some(qe)) = (project(ep), project(eq)) else { continue };
+            let de = [qe[0] - pe[0], qe[1] - pe[1]];
+            let mut t = lo / length * span + END_MARGIN_PX;
+            while t <= hi / length * span - END_MARGIN_PX {
+                let c = [p0[0] + t * e[0], p0[1] + t * e[1]];
+                t += 1.0;
+                // Where the edge crosses the profile (pixels along u).
+                let width = cross([pe[0] - c[0], pe[1] - c[1]], de) / cross(u, de);
+                let other = [c[0] + width * u[0], c[1] + width * u[1]];
+                if !drawn(c) || !drawn(other) || width.abs() < MIN_MODEL_PX {
+                    continue;
+                }
+                // The target's outline line by the model's edge, and the first line inward
+                // from it: the target's wall, however far the model's inner line is from it.
+                let inward = -width.signum();
+                let (from, to) = (width - inward * ON_LINE_PX, width + inward * (MAX_TARGET_WALL_PX + ON_LINE_PX));
+                let lines = lines_across(target, align, c, u, from.min(to), from.max(to));
+                let Some(c1) = nearest_alone(&lines, width, ON_LINE_PX) else { continue };
+                let Some(c0) = lines
+                    .iter()
+                    .copied()
+                    .filter(|&l| (l - c1) * inward >= DISTINCT_PX && (l - c1) * inward <= MAX_TARGET_WALL_PX)
+                    .min_by(|a, b| ((a - c1) * inward).total_cmp(&((b - c1) * inward)))
+                else {
+                    continue;
+                };
+                // In the model's own picture nothing lies between the edge and the line (a
+                // shallow pocket's floor, another feature's edge): the target's first line
+                // inward is then the line's, not another's.
+                let between = runs_across(model_line, c, u, width.min(0.0), width.max(0.0));
+                if between.iter().any(|&m| (m - width).abs() > 1.0 && m.abs() > 1.0) {
+                    continue;
+                }
+                let measured = (c1 - c0).abs();
+                // The model's line at 0 and the edge at `width`; the target's line is c0 - c1
+                // from its edge, the model's -width.
+                let along_mm = (t - 1.0) / span * length;
+                moves.push((along_mm, (c0 - c1 + width) / g));
+                outline.push((c1 - width) * width.signum());
+                widths.push((width.abs(), measured));
+            }
+        }
+        // A wall on both sides (here or at the other copy): which side is off is not known.
+        if sides.0 && sides.1 || widths.is_empty() {
+            continue;
+        }
+        // The target's wall is one width along the line (the model's may not be, its line
+        // turned a little against the outline): the spread is the target's widths' own.
+        let target_px = median(&mut widths.iter().map(|w| w.1).collect::<Vec<_>>());
+        let spread = median(&mut widths.iter().map(|w| (w.1 / target_px - 1.0).abs()).collect::<Vec<_>>());
+        found.push(Measured {
+            line: index,
+            wall: median(&mut walls),
+            shift: {
+                // A line parallel to its edge shifts; one drawn a little turned against it
+                // may turn too, but not beyond the skew an edge may have (that is a few
+                // profiles' doing, not the line's).
+                let [a, b] = line_through(&moves, length);
+                if !parallel && (b - a).abs() <= MAX_SKEW * length {
+                    [a, b]
+                } else {
+                    let m = median(&mut moves.iter().map(|m| m.1).collect::<Vec<_>>());
+                    [m, m]
+                }
+            },
+            model_px: median(&mut widths.iter().map(|w| w.0).collect::<Vec<_>>()),
+            target_px,
+            profiles: widths.len(),
+            spread,
+            outline_px: median(&mut outline).abs(),
+        });
+    }
+    found
+}
+
+/// The moves at the line's start and end (`length` mm long) of the least-squares line
+/// through the profiles' `(along, move)`, fitted again without the moves far from it.
+fn line_through(moves: &[(f64, f64)], length: f64) -> [f64; 2] {
+    let fit = |points: &[(f64, f64)]| -> (f64, f64) {
+        let n = points.len() as f64;
+        let (mx, my) = (points.iter().map(|p| p.0).sum::<f64>() / n, points.iter().map(|p| p.1).sum::<f64>() / n);
+        let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+        let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+        // Profiles over a short stretch say little about a turn: a shift only.
+        let slope = if sxx > 1e-9 * n * length * length && n >= 2.0 { sxy / sxx } else { 0.0 };
+        (my - slope * mx, slope)
+    };
+    let (a, b) = fit(moves);
+    let kept: Vec<(f64, f64)> =
+        moves.iter().copied().filter(|p| (p.1 - (a + b * p.0)).abs() <= MOVE_OUTLIER_MM).collect();
+    let (a, b) = if kept.len() >= 2 { fit(&kept) } else { (a, b) };
+    [a, a + b * length]
+}
+
+/// `sketch` with each measured line moved along its left normal by its shifts (at its start
+/// and its end). A corner
+/// where a moved line meets another line goes to where the two (moved) lines cross, so the
+/// profile stays closed and its other lines keep their directions. `None` when a moved line
+/// meets anything but lines, or two lines meeting at a moved corner are nearly parallel.
+pub fn shifted(sketch: &Sketch, moves: &[(usize, [f64; 2])]) -> Option<Sketch> {
+    let (numbers, shapes) = numbers_of(sketch);
+    // Every line as a point and a direction, moved where measured.
+    let mut lines: Vec<Option<([f64; 2], [f64; 2])>> = vec![None; sketch.primitives.len()];
+    let mut by_point: Vec<Vec<usize>> = vec![Vec::new(); numbers.points.len()];
+    for (k, shape) in &shapes {
+        match *shape {
+            Shape::Line { a, b } => {
+                let (p, q) = (numbers.points[a], numbers.points[b]);
+                lines[*k] = Some((p, [q[0] - p[0], q[1] - p[1]]));
+                by_point[a].push(*k);
+                by_point[b].push(*k);
+            }
+            Shape::Arc { a, m, b } => [a, m, b].into_iter().for_each(|i| by_point[i].push(*k)),
+            Shape::CenterArc { c, .. } | Shape::Circle { c, .. } => by_point[c].push(*k),
+        }
+    }
+    let mut moved = lines.clone();
+    for &(k, [at_start, at_end]) in moves {
+        let (p, d) = lines.get(k).copied().flatten()?;
+        let l = d[0].hypot(d[1]);
+        let left = [-d[1] / l, d[0] / l];
+        let start = [p[0] + at_start * left[0], p[1] + at_start * left[1]];
+        let end = [p[0] + d[0] + at_end * left[0], p[1] + d[1] + at_end * left[1]];
+        moved[k] = Some((start, [end[0] - start[0], end[1] - start[1]]));
+    }
+    let moved_lines: Vec<usize> = moves.iter().map(|m| m.0).collect();
+    let mut points = numbers.points.clone();
+    for (i, users) in by_point.iter().enumerate() {
+        if !users.iter().any(|k| moved_lines.contains(k)) {
+            continue;
+        }
+        if users.iter().any(|&k| lines[k].is_none()) {
+            return None;
+        }
+        points[i] = match users[..] {
+            // A line's free end: where it was, along the line, on the moved line.
+            [k] => {
+                let (p, d) = lines[k]?;
+                let (q, e) = moved[k]?;
+                let x = numbers.points[i];
+                let s = ((x[0] - p[0]) * d[0] + (x[1] - p[1]) * d[1]) / (d[0] * d[0] + d[1] * d[1]);
+                [q[0] + s * e[0], q[1] + s * e[1]]
+            }
+            [k, j] => crossing(moved[k]?, moved[j]?)?,
+            _ => return None,
+        };
+    }
+    let mut out = sketch.clone();
+    for (k, shape) in shapes {
+        if let (Primitive::Line { start, end, .. }, Shape::Line { a, b }) = (&mut out.primitives[k], shape) {
+            *start = points[a];
+            *end = points[b];
+        }
+    }
+    Some(out)
+}
+
+/// Where two lines (a point and a direction each) cross; `None` when nearly parallel.
+fn crossing((p, d): ([f64; 2], [f64; 2]), (q, e): ([f64; 2], [f64; 2])) -> Option<[f64; 2]> {
+    let det = d[0] * e[1] - d[1] * e[0];
+    if det.abs() <= 0.05 * d[0].hypot(d[1]) * e[0].hypot(e[1]) {
+        return None;
+    }
+    let t = ((q[0] - p[0]) * e[1] - (q[1] - p[1]) * e[0]) / det;
+    Some([p[0] + t * d[0], p[1] + t * d[1]])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fit::sketch::tests::{SIZE, TRUE, camera, ids_of, pad, segments, still, xy};
+
+    /// A square tube's profile: the outline `TRUE` (40 x 30) and a loop `inset` mm inside it.
+    fn tube(inset: f64) -> Sketch {
+        let inner = TRUE.map(|[x, y]| [x - x.signum() * inset, y - y.signum() * inset]);
+        let mut primitives = Vec::new();
+        for corners in [TRUE, inner] {
+            for i in 0..4 {
+                primitives.push(Primitive::Line { start: corners[i], end: corners[(i + 1) % 4], construction: false });
+            }
+        }
+        Sketch { name: "S1".into(), on: "XY".into(), primitives, constraints: Vec::new(), auto_coincident: true }
+    }
+
+    /// Every straight edge of the tube padded `depth` up from XY.
+    fn tube_edges(inset: f64, depth: f64) -> Vec<[Point3; 2]> {
+        let mut edges = Vec::new();
+        for primitive in &tube(inset).primitives {
+            let Primitive::Line { start: a, end: b, .. } = *primitive else { continue };
+            for z in [0.0, depth] {
+                edges.push([[a[0], a[1], z], [b[0], b[1], z]]);
+            }
+            edges.push([[a[0], a[1], 0.0], [a[0], a[1], depth]]);
+        }
+        edges
+    }
+
+    fn measured(inset: f64, actual: f64) -> Vec<Measured> {
+        let lines = segments(&tube_edges(actual, 10.0).iter().map(|e| (e[0], e[1])).collect::<Vec<_>>());
+        let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+        let ids = ids_of(&segments(&tube_edges(inset, 10.0).iter().map(|e| (e[0], e[1])).collect::<Vec<_>>()));
+        measure(&tube(inset), &pad(10.0), &xy(), &tube_edges(inset, 10.0), &[], &camera(), &ids, still(), &target)
+    }
+
+    fn corners(sketch: &Sketch, from: usize) -> Vec<[f64; 2]> {
+        (from..from + 4)
+            .map(|k| match sketch.primitives[k] {
+                Primitive::Line { start, .. } => start,
+                _ => panic!("a line"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_tubes_wall_read_thin_is_measured_to_the_targets_and_its_inner_loop_moves() {
+        // A 1.4 mm wall for a 2 mm one (the test camera: about 3.4 px for 5).
+        let found = measured(1.4, 2.0);
+        eprintln!("{found:#?}");
+        let lines: Vec<usize> = found.iter().map(|m| m.line).collect();
+        // Only the inner loop's lines move; the outline is the silhouette's.
+        assert!(lines.iter().all(|&k| k >= 4) && !lines.is_empty(), "{found:?}");
+        let moves: Vec<(usize, [f64; 2])> =
+            found.iter().filter(|m| m.worth_moving()).map(|m| (m.line, m.shift)).collect();
+        assert!(moves.len() >= 2, "{found:?}");
+        let fitted = shifted(&tube(1.4), &moves).expect("lines meet lines");
+        // Each moved side of the inner loop is now 2 mm inside the outline, within a third of
+        // a pixel; the outline has not moved.
+        assert_eq!(corners(&fitted, 0), corners(&tube(1.4), 0));
+        let inner = corners(&fitted, 4);
+        for &(k, _) in &moves {
+            let [x, y] = inner[k - 4];
+            let [nx, ny] = inner[(k - 4 + 1) % 4];
+            // A side is along x or along y: its distance from the outline's side.
+            let wall = if (y - ny).abs() < 1e-9 { 15.0 - y.abs() } else { 20.0 - x.abs() };
+            assert!((wall - 2.0).abs() < 0.12, "line {k}: wall {wall} ({found:?})");
+            let _ = nx;
+        }
+    }
+
+    #[test]
+    fn an_exact_wall_is_left_alone() {
+        let found = measured(2.0, 2.0);
+        assert!(!found.is_empty());
+        assert!(found.iter().all(|m| !m.worth_moving()), "{found:?}");
+    }
+
+    #[test]
+    fn the_lines_that_bound_material_from_inside_are_a_pads_inner_loop_and_all_of_a_cuts() {
+        assert_eq!(inner_lines(&tube(2.0), &pad(10.0)), vec![4, 5, 6, 7]);
+        let mut cut = pad(10.0);
+        cut.mode = Mode::Cut;
+        assert_eq!(inner_lines(&tube(2.0), &cut), (0..8).collect::<Vec<_>>());
+        // A lone outline bounds material from outside.
+        let mut outline = tube(2.0);
+        outline.primitives.truncate(4);
+        assert!(inner_lines(&outline, &pad(10.0)).is_empty());
+    }
+
+    #[test]
+    fn a_moved_line_takes_its_corners_along_the_lines_it_meets() {
+        // A trapezoid: moving its base 1 mm up slides the base's ends along the slanted sides.
+        let sketch = {
+            let mut s = tube(0.0);
+            s.primitives.truncate(4);
+            s.primitives[1] = Primitive::Line { start: [20.0, -15.0], end: [10.0, 15.0], construction: false };
+            s.primitives[2] = Primitive::Line { start: [10.0, 15.0], end: [-20.0, 15.0], construction: false };
+            s
+        };
+        // The base runs +x: its left normal is +y.
+        let moved = shifted(&sketch, &[(0, [1.0, 1.0])]).expect("lines");
+        let Primitive::Line { start, end, .. } = moved.primitives[0] else { panic!() };
+        assert!((start[1] + 14.0).abs() < 1e-9 && (end[1] + 14.0).abs() < 1e-9, "{start:?} {end:?}");
+        // The slanted side still runs from its top corner through the base's new end.
+        assert!((end[0] - (20.0 - 1.0 / 3.0)).abs() < 1e-9, "{end:?}");
+        let Primitive::Line { start: s1, end: e1, .. } = moved.primitives[1] else { panic!() };
+        assert_eq!((s1, e1), (end, [10.0, 15.0]));
+        assert_eq!(moved.primitives[2], sketch.primitives[2]);
+    }
+}
