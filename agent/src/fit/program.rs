@@ -416,7 +416,8 @@ fn fit_walls(
     }
     let before = built.picture.agreement;
     let mut report = FitReport { walls: walls.clone(), ..FitReport::unmoved(before, [0.0, 0.0]) };
-    let moves: Vec<(usize, [f64; 2])> = walls.iter().filter(|m| m.worth_moving()).map(|m| (m.line, m.shift)).collect();
+    let moving: Vec<&wall::Measured> = walls.iter().filter(|m| m.worth_moving()).collect();
+    let moves: Vec<(usize, [f64; 2])> = moving.iter().map(|m| (m.line, m.shift)).collect();
     if moves.is_empty() {
         report.dropped = Some(format!(
             "no wall's width differs by {} px and {:.1}% that at least {} profiles agree on",
@@ -446,18 +447,16 @@ fn fit_walls(
     // of them is no longer measured. The rebuilt walls must be closer (the solver keeps the
     // drawing's constraints, which may hold a line where it was).
     let off = |walls: &[wall::Measured]| -> Option<f64> {
-        moves
+        moving
             .iter()
-            .map(|&(line, _)| walls.iter().find(|m| m.line == line).map(|m| (m.target_px - m.model_px).abs()))
+            .map(|moved| walls.iter().find(|m| m.line == moved.line).map(|m| (m.target_px - m.model_px).abs()))
             .sum()
     };
     let (was, now) = (off(&walls).unwrap_or(0.0), off(&measure(&after)));
     // A wall that grows or shrinks by more than a pixel or two must also leave the whole
     // picture agreeing as well (the first line inward was the wall's); under that, the
     // picture's whole-pixel alignment cannot tell, and the measurement decides.
-    let large = walls
-        .iter()
-        .any(|m| moves.iter().any(|&(l, _)| l == m.line) && (m.target_px - m.model_px).abs() > wall::CHECKED_PX);
+    let large = moving.iter().any(|m| (m.target_px - m.model_px).abs() > wall::CHECKED_PX);
     let (cost_was, cost_now) = (before.cost(), after.picture.agreement.cost());
     report.dropped = match now {
         None => Some("rebuilt, a moved wall is no longer measured".into()),

@@ -79,7 +79,7 @@ impl Measured {
     pub fn worth_moving(&self) -> bool {
         self.profiles >= MIN_PROFILES
             && self.spread <= MAX_SPREAD
-            && (self.target_px - self.model_px).abs() >= MIN_CHANGE_PX.max(MIN_CHANGE_SHARE * self.model_px)
+            && changes_enough(self.model_px, self.target_px)
             && (1.0 / MAX_FACTOR..=MAX_FACTOR).contains(&self.factor())
     }
 }
@@ -111,10 +111,7 @@ pub fn measure(
         let p = Vector3::from(frame.to_global(uv[0], uv[1])) + normal * along;
         camera.project(&Point3::from(p)).map(|(x, y, _)| [x, y])
     };
-    let drawn = |p: [f64; 2]| {
-        let (x, y) = (p[0].floor() as i64, p[1].floor() as i64);
-        (-1..=1).any(|dy| (-1..=1).any(|dx| ids.edge_at(x + dx, y + dy) != NO_ENTITY))
-    };
+    let drawn = |p: [f64; 2]| drawn_near(ids, p);
     let mut factors: Vec<f64> = Vec::new();
     let mut widths: Vec<(f64, f64)> = Vec::new();
     for primitive in &sketch.primitives {
@@ -169,6 +166,18 @@ pub fn measure(
     let spread = median(&mut factors.iter().map(|f| (f - factor).abs()).collect::<Vec<_>>());
     let model_px = median(&mut widths.iter().map(|w| w.0).collect::<Vec<_>>());
     Some(Measured { depth: depth * factor, model_px, target_px: model_px * factor, profiles: factors.len(), spread })
+}
+
+/// Whether the model's picture `ids` draws an edge at `p` or a pixel around it.
+pub(super) fn drawn_near(ids: &IdBuffers, p: [f64; 2]) -> bool {
+    let (x, y) = (p[0].floor() as i64, p[1].floor() as i64);
+    (-1..=1).any(|dy| (-1..=1).any(|dx| ids.edge_at(x + dx, y + dy) != NO_ENTITY))
+}
+
+/// Whether a width measured `target_px` against the model's `model_px` differs by more than
+/// two renderers' lines do: [`MIN_CHANGE_PX`] and [`MIN_CHANGE_SHARE`] of the width.
+pub(super) fn changes_enough(model_px: f64, target_px: f64) -> bool {
+    (target_px - model_px).abs() >= MIN_CHANGE_PX.max(MIN_CHANGE_SHARE * model_px)
 }
 
 /// The target's lines crossed going from `p0` (the model's picture) along the unit `u`,

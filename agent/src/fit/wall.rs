@@ -27,9 +27,7 @@ use serde::{Deserialize, Serialize};
 use views::{Camera, IdBuffers, NO_ENTITY};
 
 use super::sketch::{Shape, numbers_of};
-use super::thickness::{
-    MIN_CHANGE_PX, MIN_CHANGE_SHARE, MIN_PROFILES, lines_across, median, nearest_alone, runs_across,
-};
+use super::thickness::{MIN_PROFILES, changes_enough, drawn_near, lines_across, median, nearest_alone, runs_across};
 use super::{Alignment, TargetPixels};
 
 /// Walls whose two lines are at most this far apart in the model's picture (pixels) move: a
@@ -102,7 +100,7 @@ impl Measured {
         self.profiles >= MIN_PROFILES
             && self.model_px <= MAX_WALL_PX
             && self.spread <= MAX_SPREAD
-            && (self.target_px - self.model_px).abs() >= MIN_CHANGE_PX.max(MIN_CHANGE_SHARE * self.model_px)
+            && changes_enough(self.model_px, self.target_px)
             && (1.0 / MAX_FACTOR..=MAX_FACTOR).contains(&self.factor())
     }
 }
@@ -210,9 +208,8 @@ fn collinear(segment: &[Point3; 2], [p, q]: [Vector3<f64>; 2], tol: f64) -> bool
 /// against the target. `edges` are the finished model's straight edges (end points); `inner`
 /// the inner lines of every profile of the program, as placed ([`inner_segments`]): an edge
 /// on one of them is no outline (a bar between two pockets has a pocket on either side, and
-/// which is off is not known). The model's picture is `ids` (through `camera`), lying on the target by `align`. One entry per
-/// line with a wall on one side only (a bar between two windows is left alone: which side
-/// moves is not known).
+/// which is off is not known). The model's picture is `ids` (through `camera`), lying on
+/// the target by `align`. One entry per line with a wall on one side only.
 #[allow(clippy::too_many_arguments)]
 pub fn measure(
     sketch: &Sketch,
@@ -231,10 +228,7 @@ pub fn measure(
     let project = |p: Vector3<f64>| camera.project(&P3::from(p)).map(|(x, y, _)| [x, y]);
     let model_line =
         |x: f64, y: f64| -> f64 { super::bilinear(x, y, |i, j| f64::from(u8::from(ids.edge_at(i, j) != NO_ENTITY))) };
-    let drawn = |p: [f64; 2]| {
-        let (x, y) = (p[0].floor() as i64, p[1].floor() as i64);
-        (-1..=1).any(|dy| (-1..=1).any(|dx| ids.edge_at(x + dx, y + dy) != NO_ENTITY))
-    };
+    let drawn = |p: [f64; 2]| drawn_near(ids, p);
     let scale = edges.iter().flat_map(|e| e.iter().flatten()).fold(1.0_f64, |m, v| m.max(v.abs()));
     let tol = 1e-5 * scale;
     let cross = |a: [f64; 2], b: [f64; 2]| a[0] * b[1] - a[1] * b[0];
