@@ -296,7 +296,7 @@ pub fn fit_feature<E: From<BridgeError>>(
         &feature,
         dimensions::Existing { state: session.state(), frame: &frame },
         &camera,
-        &ids,
+        sketch::Render { ids: &ids, edges: &scene.edges },
         before.alignment(ids.width),
         target,
     ) else {

@@ -120,6 +120,8 @@ struct Picture {
     camera: views::Camera,
     /// The model's straight edges, by their end points (a wall's other side, [`wall`]).
     edges: Vec<[Point3; 2]>,
+    /// Every edge's polyline, by the index `ids` names it with.
+    edge_lines: Vec<Vec<nalgebra::Point3<f64>>>,
 }
 
 impl Picture {
@@ -140,7 +142,8 @@ fn picture(session: &mut Session, view: &View<'_>) -> Result<Picture, BridgeErro
         .filter(|e| e.kind == EdgeKind::Line)
         .filter_map(|e| Some([e.start?, e.end?]))
         .collect();
-    Ok(Picture { agreement, camera: views::outline_camera(&scene, view.opts), ids, edges })
+    let camera = views::outline_camera(&scene, view.opts);
+    Ok(Picture { agreement, camera, ids, edges, edge_lines: scene.edges })
 }
 
 /// Fit every extrusion, revolve and loft of `program` (as solved) to the target, in program order.
@@ -231,7 +234,7 @@ pub fn fit_program(
             &feature,
             Existing { state, frame: &frame },
             &before.camera,
-            &before.ids,
+            sketch::Render { ids: &before.ids, edges: &before.edge_lines },
             before.alignment(),
             target,
         ) else {

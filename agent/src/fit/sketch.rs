@@ -41,6 +41,17 @@ const FINEST_STEP_PX: f64 = 0.1;
 /// A sample lies on the candidate's drawn edge when one running its way is this near
 /// (pixels): the picture is rasterised at whole pixels, the sample is not.
 const DRAWN_PX: f32 = 1.5;
+/// ... and that edge is the sample's own when it passes this near the sample in the model
+/// (pixels' worth): the model's own edges lie on their samples up to the tessellation's chords.
+const OWN_EDGE_PX: f64 = 2.0;
+
+/// The candidate's render as the fit reads it: its ID buffers, and the model-space polyline
+/// of each edge they name (by index, as [`views::Scene::edges`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Render<'a> {
+    pub ids: &'a IdBuffers,
+    pub edges: &'a [Vec<Point3<f64>>],
+}
 
 /// The fitted drawing and extrusion, and the picture model's cost before and after.
 #[derive(Debug, Clone)]
@@ -133,6 +144,12 @@ impl Model<'_> {
 
     /// The pixel (outline's camera) of sketch point `uv` carried to `place`.
     fn pixel(&self, n: &Numbers, uv: [f64; 2], place: f64) -> Option<(f64, f64)> {
+        let q = self.point(n, uv, place)?;
+        self.camera.project(&Point3::from(q)).map(|(x, y, _)| (x, y))
+    }
+
+    /// Sketch point `uv` carried to `place`, in model space.
+    fn point(&self, n: &Numbers, uv: [f64; 2], place: f64) -> Option<Vector3<f64>> {
         let p = Vector3::from(self.frame.to_global(uv[0], uv[1]));
         let normal = Vector3::from(self.frame.normal);
         let q = match self.motion {
@@ -150,13 +167,18 @@ impl Model<'_> {
                 origin + rel * cos + axis.cross(&rel) * sin + axis * axis.dot(&rel) * (1.0 - cos)
             }
         };
-        self.camera.project(&Point3::from(q)).map(|(x, y, _)| (x, y))
+        Some(q)
     }
 
     fn sample_pixel(&self, n: &Numbers, sample: &Sample) -> Option<(f64, f64)> {
+        let q = self.sample_point(n, sample)?;
+        self.camera.project(&Point3::from(q)).map(|(x, y, _)| (x, y))
+    }
+
+    fn sample_point(&self, n: &Numbers, sample: &Sample) -> Option<Vector3<f64>> {
         match *sample {
-            Sample::Along { shape, s, place } => self.pixel(n, self.uv(n, self.shapes[shape].1, s)?, place),
-            Sample::Across { point, s, span: (a, b) } => self.pixel(n, n.points[point], a + s * (b - a)),
+            Sample::Along { shape, s, place } => self.point(n, self.uv(n, self.shapes[shape].1, s)?, place),
+            Sample::Across { point, s, span: (a, b) } => self.point(n, n.points[point], a + s * (b - a)),
         }
     }
 }
@@ -213,7 +235,7 @@ pub enum Feature {
 }
 
 /// Fit `sketch` (as executed, drawn on `on`: the model it was drawn on and its frame) and, for an extrusion, its depth, to the target,
-/// seen through `camera` (the outline's), where the candidate's render is `ids` and its
+/// seen through `camera` (the outline's), where the candidate's render is `render` and its
 /// best alignment with the target is `align`. `None`: nothing in the drawing can be
 /// scored (no sample lands on a drawn edge).
 pub fn propose(
@@ -221,7 +243,7 @@ pub fn propose(
     feature: &Feature,
     on: Existing<'_>,
     camera: &Camera,
-    ids: &IdBuffers,
+    render: Render<'_>,
     align: super::Alignment,
     target: &TargetPixels,
 ) -> Option<Proposal> {
@@ -249,7 +271,8 @@ pub fn propose(
         }
     };
     let model = Model { shapes, frame: on.frame, camera, motion };
-    let samples = counted_samples(&model, &numbers, &copies, &spans, ids);
+    let px_per_unit = pixels_per_unit(camera);
+    let samples = counted_samples(&model, &numbers, &copies, &spans, render, px_per_unit);
     if samples.is_empty() {
         return None;
     }
@@ -266,10 +289,13 @@ pub fn propose(
         total / samples.len() as f64
     };
     let before_px = cost(&numbers);
-    let px_per_unit = pixels_per_unit(camera);
     let reach = POINT_REACH_PX / px_per_unit;
     let fits_depth = match motion {
-        Motion::Extrude { depth } => depth > 0.0 && samples.iter().any(|c| !is_on_plane(&c.sample)),
+        Motion::Extrude { depth } => {
+            depth > 0.0
+                && samples.iter().any(|c| !is_on_plane(&c.sample))
+                && depth_on_picture(&model, &numbers, depth) >= super::thickness::MIN_FITTED_DEPTH_PX
+        }
         Motion::Lift { offset } => offset.abs() > 0.0,
         Motion::Revolve { .. } => false,
     };
@@ -296,6 +322,17 @@ pub(super) fn is_construction(primitive: &Primitive) -> bool {
             | Primitive::CenterArc { construction: true, .. }
             | Primitive::Circle { construction: true, .. }
     )
+}
+
+/// How long (pixels) the extrusion's depth is on the picture, at the drawing's first point.
+fn depth_on_picture(model: &Model, n: &Numbers, depth: f64) -> f64 {
+    let Some(&at) = n.points.first() else { return 0.0 };
+    let normal = Vector3::from(model.frame.normal) * depth;
+    let p = Vector3::from(model.frame.to_global(at[0], at[1]));
+    match (model.camera.project(&Point3::from(p)), model.camera.project(&Point3::from(p + normal))) {
+        (Some(a), Some(b)) => (a.0 - b.0).hypot(a.1 - b.1),
+        _ => 0.0,
+    }
 }
 
 fn is_on_plane(sample: &Sample) -> bool {
@@ -497,8 +534,17 @@ fn sketch_scale(sketch: &Sketch) -> f64 {
 }
 
 /// Samples along every edge the feature makes, kept where the candidate's render draws an
-/// edge running the same way (within [`DRAWN_PX`]).
-fn counted_samples(model: &Model, n: &Numbers, copies: &[f64], spans: &[(f64, f64)], ids: &IdBuffers) -> Vec<Counted> {
+/// edge running the same way (within [`DRAWN_PX`]) that is the sample's own: in model
+/// space it passes within [`OWN_EDGE_PX`] pixels' worth of the sample.
+fn counted_samples(
+    model: &Model,
+    n: &Numbers,
+    copies: &[f64],
+    spans: &[(f64, f64)],
+    render: Render<'_>,
+    px_per_unit: f64,
+) -> Vec<Counted> {
+    let ids = render.ids;
     // A sample counts where the candidate's own picture draws an edge running its way: an
     // edge hidden behind other material may pass near another feature's visible edge (a
     // flange's hole under the pipe standing in it), which must not pull its number.
@@ -509,8 +555,30 @@ fn counted_samples(model: &Model, n: &Numbers, copies: &[f64], spans: &[(f64, f6
         let inside = cx >= 0 && cy >= 0 && cx < i64::from(ids.width) && cy < i64::from(ids.height);
         inside && drawn_edges[bin][cy as usize * ids.width as usize + cx as usize] <= DRAWN_PX
     };
+    // ... and the edge drawn there is the sample's own. Where a later feature took the edge
+    // away, another's may be drawn within a pixel or two on the picture though it lies
+    // millimetres off in the model: a shaft's top corner, chamfered, is two circles, and the
+    // corner's circle was pulled onto the chamfer's lower one (the top face then dipped 3 mm).
+    let tolerance = OWN_EDGE_PX / px_per_unit;
+    let own = |(x, y): (f64, f64), q: &Vector3<f64>| {
+        let reach = DRAWN_PX.ceil() as i64;
+        let (cx, cy) = (x.floor() as i64, y.floor() as i64);
+        let mut nearby: Vec<u32> = Vec::new();
+        for dy in -reach..=reach {
+            for dx in -reach..=reach {
+                let e = ids.edge_at(cx + dx, cy + dy);
+                if e != NO_ENTITY && !nearby.contains(&e) {
+                    nearby.push(e);
+                }
+            }
+        }
+        nearby
+            .into_iter()
+            .any(|e| render.edges.get(e as usize).is_some_and(|line| distance_to_polyline(q, line) <= tolerance))
+    };
     // The edge's direction at a sample: from the picture of a point a little either side.
     let counted = |sample: Sample| -> Option<Counted> {
+        let q = model.sample_point(n, &sample)?;
         let p = model.sample_pixel(n, &sample)?;
         let nudged = |ds: f64| {
             let mut q = sample;
@@ -521,7 +589,7 @@ fn counted_samples(model: &Model, n: &Numbers, copies: &[f64], spans: &[(f64, f6
         };
         let (a, b) = (nudged(-0.01)?, nudged(0.01)?);
         let bin = views::orientation_bin(b.0 - a.0, b.1 - a.1);
-        drawn(p, bin).then_some(Counted { sample, bin })
+        (drawn(p, bin) && own(p, &q)).then_some(Counted { sample, bin })
     };
     let mut samples = Vec::new();
     for (index, &(_, shape)) in model.shapes.iter().enumerate() {
@@ -581,6 +649,21 @@ fn counted_samples(model: &Model, n: &Numbers, copies: &[f64], spans: &[(f64, f6
         }
     }
     samples
+}
+
+/// The distance (model units) from `q` to the polyline `line`.
+fn distance_to_polyline(q: &Vector3<f64>, line: &[Point3<f64>]) -> f64 {
+    let to_segment = |a: &Point3<f64>, b: &Point3<f64>| {
+        let (a, b) = (a.coords, b.coords);
+        let ab = b - a;
+        let t = ((q - a).dot(&ab) / ab.norm_squared().max(1e-300)).clamp(0.0, 1.0);
+        (a + ab * t - q).norm()
+    };
+    match line {
+        [] => f64::INFINITY,
+        [only] => (only.coords - q).norm(),
+        _ => line.windows(2).map(|w| to_segment(&w[0], &w[1])).fold(f64::INFINITY, f64::min),
+    }
 }
 
 /// Write the fitted numbers back into the drawing, primitive by primitive.
@@ -660,6 +743,11 @@ pub(super) mod tests {
     /// Every edge of a box pad on XY (profile `corners`, up `depth`) drawn into a mask, as a
     /// renderer would draw them (hidden ones too: the fit's counted samples are the test).
     pub(crate) fn drawn_box(corners: [[f64; 2]; 4], depth: f64) -> Vec<bool> {
+        segments(&box_edges(corners, depth))
+    }
+
+    /// The box's twelve edges: the bottom, top and upright edge at each side, side by side.
+    fn box_edges(corners: [[f64; 2]; 4], depth: f64) -> Vec<([f64; 3], [f64; 3])> {
         let mut list = Vec::new();
         for i in 0..4 {
             let (a, b) = (corners[i], corners[(i + 1) % 4]);
@@ -667,7 +755,47 @@ pub(super) mod tests {
             list.push(([a[0], a[1], depth], [b[0], b[1], depth]));
             list.push(([a[0], a[1], 0.0], [a[0], a[1], depth]));
         }
-        segments(&list)
+        list
+    }
+
+    /// A candidate's render as the fit reads it: each polyline (model coordinates) an edge,
+    /// drawn through the test camera with its index in the ID buffer.
+    pub(crate) struct Picture {
+        ids: IdBuffers,
+        edges: Vec<Vec<Point3<f64>>>,
+    }
+
+    impl Picture {
+        pub(crate) fn of(edges: Vec<Vec<Point3<f64>>>) -> Picture {
+            let camera = camera();
+            let mut ids = ids_of(&vec![false; (SIZE * SIZE) as usize]);
+            for (index, line) in edges.iter().enumerate() {
+                for w in line.windows(2) {
+                    for k in 0..=400 {
+                        let p = w[0] + (w[1] - w[0]) * (k as f64 / 400.0);
+                        let (x, y, _) = camera.project(&p).expect("in front");
+                        let (x, y) = (x.floor() as i64, y.floor() as i64);
+                        if (0..SIZE as i64).contains(&x) && (0..SIZE as i64).contains(&y) {
+                            ids.edge[(y * SIZE as i64 + x) as usize] = index as u32;
+                            ids.covered[(y * SIZE as i64 + x) as usize] = true;
+                        }
+                    }
+                }
+            }
+            Picture { ids, edges }
+        }
+
+        pub(crate) fn of_segments(list: &[([f64; 3], [f64; 3])]) -> Picture {
+            Picture::of(list.iter().map(|&(a, b)| vec![Point3::from(a), Point3::from(b)]).collect())
+        }
+
+        pub(crate) fn of_box(corners: [[f64; 2]; 4], depth: f64) -> Picture {
+            Picture::of_segments(&box_edges(corners, depth))
+        }
+
+        pub(crate) fn render(&self) -> Render<'_> {
+            Render { ids: &self.ids, edges: &self.edges }
+        }
     }
 
     /// The mask of straight segments (model coordinates) seen through the test camera.
@@ -711,18 +839,45 @@ pub(super) mod tests {
         }
         let lines = drawn_box(TRUE, depth);
         let target = TargetPixels::new(SIZE, lines.clone(), &lines);
-        let scored = |mask: Vec<bool>| propose_box(TRUE, depth, &ids_of(&mask), &target).expect("scored").samples;
-        let (plain, with_ticks) = (scored(segments(&shown)), scored(segments(&crossed)));
+        let scored = |list: &[([f64; 3], [f64; 3])]| {
+            propose_box(TRUE, depth, &Picture::of_segments(list), &target).expect("scored").samples
+        };
+        let (plain, with_ticks) = (scored(&shown), scored(&crossed));
         // The ticks add at most the samples at their own feet (where the hidden outline meets
         // an upright tick's end), not the outline between them.
         assert!(with_ticks <= plain + plain / 20, "{plain} samples without the ticks, {with_ticks} with them");
     }
 
-    /// The fit of a box pad on XY (profile `drawn`, `depth` deep), its render `ids`, seen
+    #[test]
+    fn a_sample_counts_only_on_its_own_edge_not_on_another_drawn_over_it() {
+        // An exact box, but its top front edge is gone (a later chamfer took it, say), and
+        // another edge, 12 mm behind it along the line of sight, is drawn on the same pixels.
+        let depth = 10.0;
+        let target = TargetPixels::new(SIZE, drawn_box(TRUE, depth), &drawn_box(TRUE, depth));
+        let exact = box_edges(TRUE, depth);
+        let mut covered = exact.clone();
+        let behind = Vector3::from(views::ISOMETRIC).normalize() * -12.0;
+        let (a, b) = covered[1];
+        covered[1] = ((Vector3::from(a) + behind).into(), (Vector3::from(b) + behind).into());
+        let scored = |list: &[([f64; 3], [f64; 3])]| {
+            propose_box(TRUE, depth, &Picture::of_segments(list), &target).expect("scored")
+        };
+        let (own, other) = (scored(&exact), scored(&covered));
+        // The edge is 40 mm long, about 100 px: some 60 samples at 1.5 px, all gone.
+        assert!(
+            other.samples + 50 <= own.samples,
+            "{} samples on the exact box, {} with the edge covered",
+            own.samples,
+            other.samples
+        );
+    }
+
+    /// The fit of a box pad on XY (profile `drawn`, `depth` deep), its render `picture`, seen
     /// by the test camera against `target`.
-    fn propose_box(drawn: [[f64; 2]; 4], depth: f64, ids: &IdBuffers, target: &TargetPixels) -> Option<Proposal> {
+    fn propose_box(drawn: [[f64; 2]; 4], depth: f64, picture: &Picture, target: &TargetPixels) -> Option<Proposal> {
         let pad = Feature::Extrude(pad(depth));
-        propose(&rectangle("S1", drawn), &pad, on(&ModelState::empty(), &xy()), &camera(), ids, still(), target)
+        let render = picture.render();
+        propose(&rectangle("S1", drawn), &pad, on(&ModelState::empty(), &xy()), &camera(), render, still(), target)
     }
 
     pub(crate) fn ids_of(mask: &[bool]) -> IdBuffers {
@@ -744,8 +899,8 @@ pub(super) mod tests {
         // The model drew one corner 1.5 mm off in x and 1 mm in y (about 4 px and 3 px).
         let mut drawn = TRUE;
         drawn[2] = [21.5, 16.0];
-        let ids = ids_of(&drawn_box(drawn, 10.0));
-        let proposal = propose_box(drawn, 10.0, &ids, &target).expect("the drawing's edges are drawn");
+        let picture = Picture::of_box(drawn, 10.0);
+        let proposal = propose_box(drawn, 10.0, &picture, &target).expect("the drawing's edges are drawn");
         assert!(super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
         let Primitive::Line { start, .. } = proposal.sketch.primitives[2] else { panic!("a line") };
         // From 1.8 mm (5.4 px) off to within the width of a drawn line (a line is a band of
@@ -789,7 +944,7 @@ pub(super) mod tests {
             mask
         };
         let target = TargetPixels::new(SIZE, tall.clone(), &tall);
-        let proposal = propose_box(TRUE, 10.0, &ids_of(&plate), &target).expect("scored");
+        let proposal = propose_box(TRUE, 10.0, &Picture::of_box(TRUE, 10.0), &target).expect("scored");
         assert!(!super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
         let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
         assert!((depth_of(&e.extent).expect("depth") - 10.0).abs() < 0.4, "the plate stays 10 mm: {:?}", e.extent);
@@ -809,13 +964,13 @@ pub(super) mod tests {
             {"type": "horizontal", "line": "g0"}, {"type": "horizontal", "line": "g2"},
             {"type": "vertical", "line": "g1"}, {"type": "vertical", "line": "g3"}]))
         .expect("constraints");
-        let ids = ids_of(&drawn_box(drawn, 10.0));
+        let picture = Picture::of_box(drawn, 10.0);
         let proposal = propose(
             &sketch,
             &Feature::Extrude(pad(10.0)),
             on(&ModelState::empty(), &xy()),
             &camera(),
-            &ids,
+            picture.render(),
             still(),
             &target,
         )
@@ -841,8 +996,7 @@ pub(super) mod tests {
     fn a_depth_read_short_is_lengthened() {
         let lines = drawn_box(TRUE, 12.0);
         let target = TargetPixels::new(SIZE, lines.clone(), &lines);
-        let ids = ids_of(&drawn_box(TRUE, 10.0));
-        let proposal = propose_box(TRUE, 10.0, &ids, &target).expect("scored");
+        let proposal = propose_box(TRUE, 10.0, &Picture::of_box(TRUE, 10.0), &target).expect("scored");
         let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
         assert!((depth_of(&e.extent).expect("depth") - 12.0).abs() < 0.4, "{:?}", e.extent);
     }
@@ -851,16 +1005,14 @@ pub(super) mod tests {
     fn an_exact_drawing_gains_nothing_and_a_number_is_never_pulled_past_its_reach() {
         let lines = drawn_box(TRUE, 10.0);
         let target = TargetPixels::new(SIZE, lines.clone(), &lines);
-        let ids = ids_of(&lines);
-        let exact = propose_box(TRUE, 10.0, &ids, &target).expect("scored");
+        let exact = propose_box(TRUE, 10.0, &Picture::of_box(TRUE, 10.0), &target).expect("scored");
         assert!(!super::super::worth_building(exact.before_px, exact.after_px), "{exact:?}");
         assert!(exact.before_px < 1.0, "an exact drawing lies on the lines: {exact:?}");
         // A corner 8 mm off (24 px, three times the reach): the target's line is out of reach,
         // so the corner is held where the model put it rather than pulled to the edge.
         let mut far = TRUE;
         far[2] = [28.0, 15.0];
-        let ids = ids_of(&drawn_box(far, 10.0));
-        let proposal = propose_box(far, 10.0, &ids, &target).expect("scored");
+        let proposal = propose_box(far, 10.0, &Picture::of_box(far, 10.0), &target).expect("scored");
         let reach = POINT_REACH_PX / pixels_per_unit(&camera());
         for (p, q) in proposal.sketch.primitives.iter().zip(&rectangle("S1", far).primitives) {
             let (Primitive::Line { start: a, .. }, Primitive::Line { start: b, .. }) = (p, q) else { panic!() };
@@ -874,25 +1026,26 @@ pub(super) mod tests {
         // height 8. The model drew the radius 1.2 mm short.
         let xz = Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 0.0, 1.0], normal: [0.0, -1.0, 0.0] };
         let camera = camera();
+        // The disc's two circles, as polylines.
         let disc = |r: f64| {
-            let mut mask = vec![false; (SIZE * SIZE) as usize];
-            for z in [0.0, 8.0] {
-                for k in 0..2000 {
-                    let a = std::f64::consts::TAU * k as f64 / 2000.0;
-                    let (x, y, _) = camera.project(&Point3::new(r * a.cos(), r * a.sin(), z)).expect("in front");
-                    mask[(y.floor() as i64 * SIZE as i64 + x.floor() as i64) as usize] = true;
-                }
-            }
-            mask
+            let circle = |z: f64| {
+                (0..=720)
+                    .map(|k| {
+                        let a = std::f64::consts::TAU * k as f64 / 720.0;
+                        Point3::new(r * a.cos(), r * a.sin(), z)
+                    })
+                    .collect::<Vec<_>>()
+            };
+            Picture::of(vec![circle(0.0), circle(8.0)])
         };
-        let lines = disc(20.0);
+        let lines = disc(20.0).ids.edge.iter().map(|&e| e != NO_ENTITY).collect::<Vec<_>>();
         let target = TargetPixels::new(SIZE, lines.clone(), &lines);
         let drawn = [[0.0, 0.0], [18.8, 0.0], [18.8, 8.0], [0.0, 8.0]];
         let mut sketch = rectangle("S1", drawn);
         sketch.on = "XZ".into();
         let feature = Feature::Revolve { point: [0.0, 0.0], direction: [0.0, 1.0], angle: 360.0 };
         let proposal =
-            propose(&sketch, &feature, on(&ModelState::empty(), &xz), &camera, &ids_of(&disc(18.8)), still(), &target)
+            propose(&sketch, &feature, on(&ModelState::empty(), &xz), &camera, disc(18.8).render(), still(), &target)
                 .expect("scored");
         let Primitive::Line { start, end, .. } = proposal.sketch.primitives[1] else { panic!("a line") };
         assert!((start[0] - 20.0).abs() < 0.6 && (end[0] - 20.0).abs() < 0.6, "{start:?} {end:?}");
