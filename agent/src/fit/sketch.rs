@@ -144,8 +144,7 @@ impl Model<'_> {
 
     /// The pixel (outline's camera) of sketch point `uv` carried to `place`.
     fn pixel(&self, n: &Numbers, uv: [f64; 2], place: f64) -> Option<(f64, f64)> {
-        let q = self.point(n, uv, place)?;
-        self.camera.project(&Point3::from(q)).map(|(x, y, _)| (x, y))
+        self.project(self.point(n, uv, place)?)
     }
 
     /// Sketch point `uv` carried to `place`, in model space.
@@ -171,7 +170,11 @@ impl Model<'_> {
     }
 
     fn sample_pixel(&self, n: &Numbers, sample: &Sample) -> Option<(f64, f64)> {
-        let q = self.sample_point(n, sample)?;
+        self.project(self.sample_point(n, sample)?)
+    }
+
+    /// The pixel (outline's camera) of a point in model space.
+    fn project(&self, q: Vector3<f64>) -> Option<(f64, f64)> {
         self.camera.project(&Point3::from(q)).map(|(x, y, _)| (x, y))
     }
 
@@ -579,7 +582,7 @@ fn counted_samples(
     // The edge's direction at a sample: from the picture of a point a little either side.
     let counted = |sample: Sample| -> Option<Counted> {
         let q = model.sample_point(n, &sample)?;
-        let p = model.sample_pixel(n, &sample)?;
+        let p = model.project(q)?;
         let nudged = |ds: f64| {
             let mut q = sample;
             match &mut q {

@@ -29,8 +29,8 @@ use super::{Alignment, TargetPixels};
 /// whole pixels: a relay reader's block 1.3 px too thick over 34 px was left so (0.945;
 /// measured, 0.983).
 pub const MAX_SIDE_PX: f64 = 40.0;
-/// Two lines closer than this (pixels) are one line on the picture.
-const DISTINCT_PX: f64 = 2.5;
+/// Two lines closer than this (pixels) are one line on the picture (here and in [`super::wall`]).
+pub(super) const DISTINCT_PX: f64 = 2.5;
 /// The line fit leaves a depth shorter than this on the picture (pixels) as it is: two
 /// lines this close are at most two lines' widths apart, and the search chases their
 /// anti-aliasing (a test100 plate 2.9 px thick, read right, was thinned 17%: 0.977 -> 0.843).
@@ -53,12 +53,14 @@ const MAX_FACTOR: f64 = 2.0;
 /// depth a few pixels off.
 const SEEK_PX: f64 = 3.0;
 /// The target's line on the sketch plane's side lies at most this far (pixels) from the
-/// model's: the model's drawing is where the target's is, only its depth is in question.
-const ON_LINE_PX: f64 = 1.5;
+/// model's: the model's drawing is where the target's is, only its depth is in question (in
+/// [`super::wall`], the outline's line by the model's edge: only the wall's inner side is).
+pub(super) const ON_LINE_PX: f64 = 1.5;
 /// A line is the one meant when the next nearest lies this much (pixels) farther away.
 const ALONE_PX: f64 = 1.5;
-/// Profiles stay this far (pixels) from a side's ends, where the corner's other edges are.
-const END_MARGIN_PX: f64 = 3.0;
+/// Profiles stay this far (pixels) from a side's or a line's ends, where the corner's other
+/// edges are (here and in [`super::wall`]).
+pub(super) const END_MARGIN_PX: f64 = 3.0;
 
 /// What the measurement found (the trace records it with the fit's report).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

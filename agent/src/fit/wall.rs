@@ -27,7 +27,10 @@ use serde::{Deserialize, Serialize};
 use views::{Camera, IdBuffers, NO_ENTITY};
 
 use super::sketch::{Shape, numbers_of};
-use super::thickness::{MIN_PROFILES, changes_enough, drawn_near, lines_across, median, nearest_alone, runs_across};
+use super::thickness::{
+    DISTINCT_PX, END_MARGIN_PX, MIN_PROFILES, ON_LINE_PX, changes_enough, drawn_near, lines_across, median,
+    nearest_alone, runs_across,
+};
 use super::{Alignment, TargetPixels};
 
 /// Walls whose two lines are at most this far apart in the model's picture (pixels) move: a
@@ -37,8 +40,6 @@ pub const MAX_WALL_PX: f64 = 12.0;
 /// ... and walls up to this wide are measured, in the model (a moved wall is measured again)
 /// and in the target (a reader's wall may be a third of the target's).
 const MAX_TARGET_WALL_PX: f64 = 30.0;
-/// Two of the target's lines closer than this (pixels) are one line.
-const DISTINCT_PX: f64 = 2.5;
 /// The target's widths along the line must agree: their median absolute deviation at most
 /// this share of their median.
 const MAX_SPREAD: f64 = 0.1;
@@ -51,11 +52,6 @@ const MAX_FACTOR: f64 = 4.0;
 pub const CHECKED_PX: f64 = 1.5;
 /// The model's wall is at least this wide (pixels): its inner line is not its outline's.
 const MIN_MODEL_PX: f64 = 1.0;
-/// The target's outline line lies at most this far (pixels) from the model's edge: the
-/// outline is where the target's is, only the wall's inner side is in question.
-const ON_LINE_PX: f64 = 1.5;
-/// Profiles stay this far (pixels) from a line's ends, where the corner's other edges are.
-const END_MARGIN_PX: f64 = 3.0;
 /// An edge is the wall's other side when it runs beside at least this share of the line ...
 const MIN_OVERLAP: f64 = 0.5;
 /// ... and about parallel to it: the sine of the angle between them at most this (6 degrees;
