@@ -66,3 +66,50 @@ pub fn assert_links_resolve(dir: &Path, html: &str) {
         }
     }
 }
+
+/// Render a program's target image into `dir`.
+pub fn target_image(program: &Path, dir: &Path) -> PathBuf {
+    let out = dir.join("target.png");
+    let status = command()
+        .args(["render"])
+        .arg(program)
+        .args(["--view", "target", "--out"])
+        .arg(&out)
+        .output()
+        .expect("render runs");
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    out
+}
+
+pub fn reconstruct(image: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    command().arg("reconstruct").arg(image).arg("--out").arg(out).args(extra).output().expect("runs")
+}
+
+/// IoU of a prediction against a ground truth under a protocol, from `vision2cad eval --json`.
+pub fn iou(pred: &Path, gt: &Path, protocol: &str) -> Option<f64> {
+    let json = pred.with_extension(format!("{protocol}.eval.json"));
+    let out = command()
+        .arg("eval")
+        .arg("--pred")
+        .arg(pred)
+        .arg("--gt")
+        .arg(gt)
+        .args(["--protocol", protocol, "--json"])
+        .arg(&json)
+        .output()
+        .expect("eval runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+    report["samples"][0]["iou"].as_f64()
+}
+
+pub fn outcome(out: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("outcome.json")).expect("outcome")).expect("json")
+}
+
+/// A scripted backend's answers, one JSON value per line.
+pub fn write_script(path: &Path, lines: &[serde_json::Value]) {
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(path, text).expect("script");
+}

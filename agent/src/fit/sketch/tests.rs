@@ -1,0 +1,343 @@
+//! The picture model's search, on renders drawn with real edge polylines.
+
+use super::*;
+use freecad_bridge::command::Mode;
+use freecad_bridge::state::ModelState;
+
+pub(crate) const SIZE: u32 = 300;
+
+/// A camera on the isometric direction, 3 px per mm, looking at the origin.
+pub(crate) fn still() -> crate::fit::Alignment {
+    crate::fit::Alignment { shift: [0, 0], scale: 1.0, centre: 100.0 }
+}
+
+pub(crate) fn camera() -> Camera {
+    views::Camera::framing(Point3::origin(), 50.0, Vector3::from(views::ISOMETRIC), false, SIZE, SIZE, 1.0)
+}
+
+fn on<'a>(state: &'a ModelState, frame: &'a Frame) -> Existing<'a> {
+    Existing { state, frame }
+}
+
+pub(crate) fn xy() -> Frame {
+    Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 1.0, 0.0], normal: [0.0, 0.0, 1.0] }
+}
+
+pub(crate) fn rectangle(name: &str, corners: [[f64; 2]; 4]) -> Sketch {
+    let primitives =
+        (0..4).map(|i| Primitive::Line { start: corners[i], end: corners[(i + 1) % 4], construction: false }).collect();
+    Sketch { name: name.into(), on: "XY".into(), primitives, constraints: Vec::new(), auto_coincident: true }
+}
+
+pub(crate) fn pad(depth: f64) -> Extrude {
+    Extrude { profile: "S1".into(), mode: Mode::Add, extent: Extent::OneSide { depth }, reversed: false }
+}
+
+/// Every edge of a box pad on XY (profile `corners`, up `depth`) drawn into a mask, as a
+/// renderer would draw them (hidden ones too: the fit's counted samples are the test).
+pub(crate) fn drawn_box(corners: [[f64; 2]; 4], depth: f64) -> Vec<bool> {
+    segments(&box_edges(corners, depth))
+}
+
+/// The box's twelve edges: the bottom, top and upright edge at each side, side by side.
+fn box_edges(corners: [[f64; 2]; 4], depth: f64) -> Vec<([f64; 3], [f64; 3])> {
+    let mut list = Vec::new();
+    for i in 0..4 {
+        let (a, b) = (corners[i], corners[(i + 1) % 4]);
+        list.push(([a[0], a[1], 0.0], [b[0], b[1], 0.0]));
+        list.push(([a[0], a[1], depth], [b[0], b[1], depth]));
+        list.push(([a[0], a[1], 0.0], [a[0], a[1], depth]));
+    }
+    list
+}
+
+/// A candidate's render as the fit reads it: each polyline (model coordinates) an edge,
+/// drawn through the test camera with its index in the ID buffer.
+pub(crate) struct Picture {
+    ids: IdBuffers,
+    edges: Vec<Vec<Point3<f64>>>,
+}
+
+impl Picture {
+    pub(crate) fn of(edges: Vec<Vec<Point3<f64>>>) -> Picture {
+        let camera = camera();
+        let mut ids = ids_of(&vec![false; (SIZE * SIZE) as usize]);
+        for (index, line) in edges.iter().enumerate() {
+            for w in line.windows(2) {
+                for k in 0..=400 {
+                    let p = w[0] + (w[1] - w[0]) * (k as f64 / 400.0);
+                    let (x, y, _) = camera.project(&p).expect("in front");
+                    let (x, y) = (x.floor() as i64, y.floor() as i64);
+                    if (0..SIZE as i64).contains(&x) && (0..SIZE as i64).contains(&y) {
+                        ids.edge[(y * SIZE as i64 + x) as usize] = index as u32;
+                        ids.covered[(y * SIZE as i64 + x) as usize] = true;
+                    }
+                }
+            }
+        }
+        Picture { ids, edges }
+    }
+
+    pub(crate) fn of_segments(list: &[([f64; 3], [f64; 3])]) -> Picture {
+        Picture::of(list.iter().map(|&(a, b)| vec![Point3::from(a), Point3::from(b)]).collect())
+    }
+
+    pub(crate) fn of_box(corners: [[f64; 2]; 4], depth: f64) -> Picture {
+        Picture::of_segments(&box_edges(corners, depth))
+    }
+
+    pub(crate) fn render(&self) -> Render<'_> {
+        Render { ids: &self.ids, edges: &self.edges }
+    }
+}
+
+/// The mask of straight segments (model coordinates) seen through the test camera.
+pub(crate) fn segments(list: &[([f64; 3], [f64; 3])]) -> Vec<bool> {
+    let camera = camera();
+    let mut mask = vec![false; (SIZE * SIZE) as usize];
+    for &(a, b) in list {
+        for k in 0..=400 {
+            let t = k as f64 / 400.0;
+            let p = Point3::new(a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]), a[2] + t * (b[2] - a[2]));
+            let (x, y, _) = camera.project(&p).expect("in front");
+            let (x, y) = (x.floor() as i64, y.floor() as i64);
+            if (0..SIZE as i64).contains(&x) && (0..SIZE as i64).contains(&y) {
+                mask[(y * SIZE as i64 + x) as usize] = true;
+            }
+        }
+    }
+    mask
+}
+
+#[test]
+fn a_hidden_edge_crossed_by_other_edges_is_not_scored() {
+    // The candidate's picture shows the box's bottom outline and its upright edges; its
+    // top outline is hidden, but other features' edges cross it: short upright ticks
+    // every 2 mm along it, as a later feature's edges might.
+    let depth = 10.0;
+    let mut shown: Vec<([f64; 3], [f64; 3])> = Vec::new();
+    for i in 0..4 {
+        let (a, b) = (TRUE[i], TRUE[(i + 1) % 4]);
+        shown.push(([a[0], a[1], 0.0], [b[0], b[1], 0.0]));
+        shown.push(([a[0], a[1], 0.0], [a[0], a[1], depth]));
+    }
+    let mut crossed = shown.clone();
+    for i in 0..4 {
+        let (a, b) = (TRUE[i], TRUE[(i + 1) % 4]);
+        for k in 1..10 {
+            let t = k as f64 / 10.0;
+            let (x, y) = (a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]));
+            crossed.push(([x, y, depth - 1.5], [x, y, depth + 1.5]));
+        }
+    }
+    let lines = drawn_box(TRUE, depth);
+    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+    let scored = |list: &[([f64; 3], [f64; 3])]| {
+        propose_box(TRUE, depth, &Picture::of_segments(list), &target).expect("scored").samples
+    };
+    let (plain, with_ticks) = (scored(&shown), scored(&crossed));
+    // The ticks add at most the samples at their own feet (where the hidden outline meets
+    // an upright tick's end), not the outline between them.
+    assert!(with_ticks <= plain + plain / 20, "{plain} samples without the ticks, {with_ticks} with them");
+}
+
+#[test]
+fn a_sample_counts_only_on_its_own_edge_not_on_another_drawn_over_it() {
+    // An exact box, but its top front edge is gone (a later chamfer took it, say), and
+    // another edge, 12 mm behind it along the line of sight, is drawn on the same pixels.
+    let depth = 10.0;
+    let target = TargetPixels::new(SIZE, drawn_box(TRUE, depth), &drawn_box(TRUE, depth));
+    let exact = box_edges(TRUE, depth);
+    let mut covered = exact.clone();
+    let behind = Vector3::from(views::ISOMETRIC).normalize() * -12.0;
+    let (a, b) = covered[1];
+    covered[1] = ((Vector3::from(a) + behind).into(), (Vector3::from(b) + behind).into());
+    let scored =
+        |list: &[([f64; 3], [f64; 3])]| propose_box(TRUE, depth, &Picture::of_segments(list), &target).expect("scored");
+    let (own, other) = (scored(&exact), scored(&covered));
+    // The edge is 40 mm long, about 100 px: some 60 samples at 1.5 px, all gone.
+    assert!(
+        other.samples + 50 <= own.samples,
+        "{} samples on the exact box, {} with the edge covered",
+        own.samples,
+        other.samples
+    );
+}
+
+/// The fit of a box pad on XY (profile `drawn`, `depth` deep), its render `picture`, seen
+/// by the test camera against `target`.
+fn propose_box(drawn: [[f64; 2]; 4], depth: f64, picture: &Picture, target: &TargetPixels) -> Option<Proposal> {
+    let pad = Feature::Extrude(pad(depth));
+    let render = picture.render();
+    propose(&rectangle("S1", drawn), &pad, on(&ModelState::empty(), &xy()), &camera(), render, still(), target)
+}
+
+pub(crate) fn ids_of(mask: &[bool]) -> IdBuffers {
+    IdBuffers {
+        width: SIZE,
+        height: SIZE,
+        face: vec![NO_ENTITY; mask.len()],
+        edge: mask.iter().map(|m| if *m { 0 } else { NO_ENTITY }).collect(),
+        covered: mask.to_vec(),
+    }
+}
+
+pub(crate) const TRUE: [[f64; 2]; 4] = [[-20.0, -15.0], [20.0, -15.0], [20.0, 15.0], [-20.0, 15.0]];
+
+#[test]
+fn a_corner_drawn_off_goes_back_onto_the_targets_lines() {
+    let lines = drawn_box(TRUE, 10.0);
+    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+    // The model drew one corner 1.5 mm off in x and 1 mm in y (about 4 px and 3 px).
+    let mut drawn = TRUE;
+    drawn[2] = [21.5, 16.0];
+    let picture = Picture::of_box(drawn, 10.0);
+    let proposal = propose_box(drawn, 10.0, &picture, &target).expect("the drawing's edges are drawn");
+    assert!(super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
+    let Primitive::Line { start, .. } = proposal.sketch.primitives[2] else { panic!("a line") };
+    // From 1.8 mm (5.4 px) off to within the width of a drawn line (a line is a band of
+    // pixels at zero distance, so the fit's precision is about a pixel).
+    let error = (start[0] - 20.0).hypot(start[1] - 15.0);
+    assert!(error < 0.6, "the corner is back within two pixels: {start:?}");
+    // The corner is one point: the two lines that meet there still meet.
+    let Primitive::Line { end, .. } = proposal.sketch.primitives[1] else { panic!("a line") };
+    assert_eq!(end, start);
+    // The depth was right and stays about right.
+    let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
+    assert!((depth_of(&e.extent).expect("depth") - 10.0).abs() < 0.4, "{:?}", e.extent);
+}
+
+#[test]
+fn a_base_plate_does_not_grow_into_the_boss_the_target_has_on_it() {
+    // The target: the plate (10 mm) and a boss on it up to 25 mm, 20 x 14 mm, in the
+    // plate's middle. The model holds the plate only, drawn exactly.
+    let boss = [[-10.0, -7.0], [10.0, -7.0], [10.0, 7.0], [-10.0, 7.0]];
+    let plate = drawn_box(TRUE, 10.0);
+    let camera = camera();
+    let tall = {
+        let mut mask = plate.clone();
+        // The boss's edges, from z = 10 to z = 25.
+        for i in 0..4 {
+            let (a, b) = (boss[i], boss[(i + 1) % 4]);
+            for (p, q) in [
+                ([a[0], a[1], 25.0], [b[0], b[1], 25.0]),
+                ([a[0], a[1], 10.0], [b[0], b[1], 10.0]),
+                ([a[0], a[1], 10.0], [a[0], a[1], 25.0]),
+            ] {
+                for k in 0..=400 {
+                    let t = k as f64 / 400.0;
+                    let r = Point3::new(p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1]), p[2] + t * (q[2] - p[2]));
+                    let (x, y, _) = camera.project(&r).expect("in front");
+                    mask[(y.floor() as i64 * SIZE as i64 + x.floor() as i64) as usize] = true;
+                }
+            }
+        }
+        mask
+    };
+    let target = TargetPixels::new(SIZE, tall.clone(), &tall);
+    let proposal = propose_box(TRUE, 10.0, &Picture::of_box(TRUE, 10.0), &target).expect("scored");
+    assert!(!super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
+    let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
+    assert!((depth_of(&e.extent).expect("depth") - 10.0).abs() < 0.4, "the plate stays 10 mm: {:?}", e.extent);
+}
+
+#[test]
+fn a_drawing_the_reader_constrained_square_is_fitted_square() {
+    // The rectangle drawn 3 mm too wide, its sides stated horizontal and vertical: the
+    // fit moves whole sides, so the solver has nothing to put back.
+    let lines = drawn_box(TRUE, 10.0);
+    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+    let mut drawn = TRUE;
+    drawn[1][0] = 23.0;
+    drawn[2][0] = 23.0;
+    let mut sketch = rectangle("S1", drawn);
+    sketch.constraints = serde_json::from_value(serde_json::json!([
+        {"type": "horizontal", "line": "g0"}, {"type": "horizontal", "line": "g2"},
+        {"type": "vertical", "line": "g1"}, {"type": "vertical", "line": "g3"}]))
+    .expect("constraints");
+    let picture = Picture::of_box(drawn, 10.0);
+    let proposal = propose(
+        &sketch,
+        &Feature::Extrude(pad(10.0)),
+        on(&ModelState::empty(), &xy()),
+        &camera(),
+        picture.render(),
+        still(),
+        &target,
+    )
+    .expect("scored");
+    let corners: Vec<[f64; 2]> = proposal
+        .sketch
+        .primitives
+        .iter()
+        .map(|p| match p {
+            Primitive::Line { start, .. } => *start,
+            _ => panic!("a line"),
+        })
+        .collect();
+    for i in 0..4 {
+        let (a, b) = (corners[i], corners[(i + 1) % 4]);
+        let square = if i % 2 == 0 { b[1] - a[1] } else { b[0] - a[0] };
+        assert!(square.abs() < 1e-7, "side {i} keeps its constraint: {corners:?}");
+    }
+    assert!((corners[1][0] - 20.0).abs() < 0.6 && (corners[2][0] - 20.0).abs() < 0.6, "{corners:?}");
+}
+
+#[test]
+fn a_depth_read_short_is_lengthened() {
+    let lines = drawn_box(TRUE, 12.0);
+    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+    let proposal = propose_box(TRUE, 10.0, &Picture::of_box(TRUE, 10.0), &target).expect("scored");
+    let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
+    assert!((depth_of(&e.extent).expect("depth") - 12.0).abs() < 0.4, "{:?}", e.extent);
+}
+
+#[test]
+fn an_exact_drawing_gains_nothing_and_a_number_is_never_pulled_past_its_reach() {
+    let lines = drawn_box(TRUE, 10.0);
+    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+    let exact = propose_box(TRUE, 10.0, &Picture::of_box(TRUE, 10.0), &target).expect("scored");
+    assert!(!super::super::worth_building(exact.before_px, exact.after_px), "{exact:?}");
+    assert!(exact.before_px < 1.0, "an exact drawing lies on the lines: {exact:?}");
+    // A corner 8 mm off (24 px, three times the reach): the target's line is out of reach,
+    // so the corner is held where the model put it rather than pulled to the edge.
+    let mut far = TRUE;
+    far[2] = [28.0, 15.0];
+    let proposal = propose_box(far, 10.0, &Picture::of_box(far, 10.0), &target).expect("scored");
+    let reach = POINT_REACH_PX / pixels_per_unit(&camera());
+    for (p, q) in proposal.sketch.primitives.iter().zip(&rectangle("S1", far).primitives) {
+        let (Primitive::Line { start: a, .. }, Primitive::Line { start: b, .. }) = (p, q) else { panic!() };
+        assert!((a[0] - b[0]).abs() <= reach + 1e-9 && (a[1] - b[1]).abs() <= reach + 1e-9, "{a:?} {b:?}");
+    }
+}
+
+#[test]
+fn a_revolves_corner_circles_fix_its_radius() {
+    // A disc revolved from a rectangle on XZ about the sketch's vertical axis: radius 20,
+    // height 8. The model drew the radius 1.2 mm short.
+    let xz = Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 0.0, 1.0], normal: [0.0, -1.0, 0.0] };
+    let camera = camera();
+    // The disc's two circles, as polylines.
+    let disc = |r: f64| {
+        let circle = |z: f64| {
+            (0..=720)
+                .map(|k| {
+                    let a = std::f64::consts::TAU * k as f64 / 720.0;
+                    Point3::new(r * a.cos(), r * a.sin(), z)
+                })
+                .collect::<Vec<_>>()
+        };
+        Picture::of(vec![circle(0.0), circle(8.0)])
+    };
+    let lines = disc(20.0).ids.edge.iter().map(|&e| e != NO_ENTITY).collect::<Vec<_>>();
+    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+    let drawn = [[0.0, 0.0], [18.8, 0.0], [18.8, 8.0], [0.0, 8.0]];
+    let mut sketch = rectangle("S1", drawn);
+    sketch.on = "XZ".into();
+    let feature = Feature::Revolve { point: [0.0, 0.0], direction: [0.0, 1.0], angle: 360.0 };
+    let proposal =
+        propose(&sketch, &feature, on(&ModelState::empty(), &xz), &camera, disc(18.8).render(), still(), &target)
+            .expect("scored");
+    let Primitive::Line { start, end, .. } = proposal.sketch.primitives[1] else { panic!("a line") };
+    assert!((start[0] - 20.0).abs() < 0.6 && (end[0] - 20.0).abs() < 0.6, "{start:?} {end:?}");
+}

@@ -1,0 +1,243 @@
+//! The fit against a real FreeCAD, end to end: an exact candidate is left alone and
+//! `--no-fit` turns the fit off; a noisy drawing is moved onto the target's lines; a thin
+//! plate's depth and a tube's walls read wrong are measured back at END.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{example_path, iou, reconstruct, target_image, trace, write_script};
+use serde_json::Value;
+
+/// The fit at END runs by default and `--no-fit` turns it off; `--fit-steps` adds the fit of
+/// every step. An exact candidate (the oracle's) is left alone at every step and at END: the
+/// program is the one without the fit, number for number; every fit is in the trace and the
+/// report.
+#[test]
+fn the_fit_leaves_an_exact_candidate_alone_and_no_fit_turns_it_off() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gt = example_path("box");
+    let image = target_image(&gt, dir.path());
+    let gt_arg = gt.to_str().expect("utf-8");
+    let plain = dir.path().join("plain");
+    assert!(reconstruct(&image, &plain, &["--vlm", "oracle", "--gt", gt_arg, "--no-fit"]).status.success());
+    assert!(!trace(&plain).iter().any(|e| e["event"] == "fit" || e["event"] == "program_fit"), "--no-fit: no fit");
+    let default = dir.path().join("default");
+    assert!(reconstruct(&image, &default, &["--vlm", "oracle", "--gt", gt_arg]).status.success());
+    let events = trace(&default);
+    assert!(events.iter().any(|e| e["event"] == "program_fit"), "the fit at END runs by default");
+    assert!(!events.iter().any(|e| e["event"] == "fit"), "the steps' fit only with --fit-steps");
+
+    let fitted = dir.path().join("fitted");
+    let run = reconstruct(&image, &fitted, &["--vlm", "oracle", "--gt", gt_arg, "--fit-steps"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let events = trace(&fitted);
+    let fits: Vec<&Value> = events.iter().filter(|e| e["event"] == "fit").collect();
+    assert!(!fits.is_empty(), "the box's pad is fitted");
+    for fit in &fits {
+        let report = &fit["report"];
+        assert!(report["dropped"].is_string(), "an exact candidate stays as drawn: {fit}");
+        assert_eq!(report["points_moved"], 0, "{fit}");
+    }
+    let at_end = events.iter().find(|e| e["event"] == "program_fit").expect("the fit at END ran");
+    assert!(!at_end["report"]["features"].as_array().expect("features").is_empty(), "{at_end}");
+    let program = |dir: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join("program.json")).expect("program")).expect("json")
+    };
+    assert_eq!(program(&fitted)["commands"], program(&plain)["commands"], "the same numbers as without the fit");
+    assert_eq!(program(&default)["commands"], program(&plain)["commands"], "the same numbers as without the fit");
+    let html = std::fs::read_to_string(fitted.join("report.html")).expect("report");
+    assert!(html.contains("Fit dropped") && html.contains("Fit at END"), "the report shows the fits");
+}
+
+/// A drawing read off by a few pixels (the simulated model's coordinate noise) is fitted:
+/// the fit's own render says the moved edges lie closer to the target's lines, and the
+/// program saved holds the fitted numbers (it is what was built and what Stage 3 saw).
+#[test]
+fn the_fit_moves_a_noisy_drawing_onto_the_targets_lines_and_the_program_keeps_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gt = example_path("box");
+    let image = target_image(&gt, dir.path());
+    let out = dir.path().join("sim");
+    let rates = ["sigma=0.01", "parameter=0", "reference=0", "operation=0", "judge_flip=0"];
+    // The steps' fit alone (no fit at END), so the program saved is what the steps committed.
+    let config = dir.path().join("steps-only.toml");
+    std::fs::write(&config, "fit = false\nfit_steps = true\n").expect("config");
+    let config = config.to_str().expect("utf-8");
+    let mut args = vec!["--vlm", "sim", "--gt", gt.to_str().expect("utf-8"), "--seed", "3", "--config", config];
+    for rate in &rates {
+        args.extend(["--sim", rate]);
+    }
+    let run = reconstruct(&image, &out, &args);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let events = trace(&out);
+    let kept: Vec<&Value> = events.iter().filter(|e| e["event"] == "fit" && e["report"]["dropped"].is_null()).collect();
+    assert!(
+        !kept.is_empty(),
+        "a drawing 1% off is fitted: {:?}",
+        events.iter().filter(|e| e["event"] == "fit").collect::<Vec<_>>()
+    );
+    for fit in &kept {
+        let moved = &fit["report"]["moved"];
+        assert!(moved["after_px"].as_f64() < moved["before_px"].as_f64(), "{fit}");
+        assert!(
+            fit["report"]["points_moved"].as_u64() > Some(0)
+                || !fit["report"]["changes"].as_array().expect("changes").is_empty()
+        );
+    }
+    // The committed commands are the program's.
+    let committed: Vec<Value> = events
+        .iter()
+        .filter(|e| e["event"] == "execute" && e["ok"] == true)
+        .flat_map(|e| e["commands"].as_array().cloned().unwrap_or_default())
+        .collect();
+    let program: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+    let saved: Vec<Value> =
+        program["commands"].as_array().expect("commands").iter().filter(|c| c["op"] != "end").cloned().collect();
+    assert_eq!(saved, committed);
+}
+
+/// A plate about five pixels thick whose depth the reader reads 20% off (the simulated
+/// reader's parameter noise, nothing else): the line fit cannot see a pixel's change there,
+/// and the fit at END measures the depth between the two lines the target draws along the
+/// plate's sides. Without the fit the program keeps the depth read.
+#[test]
+fn a_thin_plates_depth_read_wrong_is_measured_back_at_end() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gt = dir.path().join("plate.json");
+    std::fs::write(
+        &gt,
+        r#"{"commands":[{"op":"sketch","name":"S1","on":"XY","primitives":[
+        {"type":"line","start":[-40,-20],"end":[40,-20]},{"type":"line","start":[40,-20],"end":[40,20]},
+        {"type":"line","start":[40,20],"end":[-40,20]},{"type":"line","start":[-40,20],"end":[-40,-20]}]},
+        {"op":"extrude","profile":"S1","mode":"add","extent":{"type":"one_side","depth":2}},{"op":"end"}]}"#,
+    )
+    .expect("ground truth");
+    let image = target_image(&gt, dir.path());
+    let depth_of = |out: &Path| -> f64 {
+        let program: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+        let pad = program["commands"].as_array().expect("commands").iter().find(|c| c["op"] == "extrude").cloned();
+        pad.expect("the pad")["extent"]["depth"].as_f64().expect("a depth")
+    };
+    let run = |name: &str, extra: &[&str]| -> PathBuf {
+        let out = dir.path().join(name);
+        let mut args = vec!["--vlm", "sim", "--gt", gt.to_str().expect("utf-8"), "--seed", "6"];
+        for rate in ["sigma=0", "parameter=0.2", "reference=0", "operation=0", "judge_flip=0"] {
+            args.extend(["--sim", rate]);
+        }
+        args.extend(extra);
+        let output = reconstruct(&image, &out, &args);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        out
+    };
+    let fitted = run("fitted", &[]);
+    // The plate's depth in the run's model space: what the simulated reader was given to
+    // spoil (the oracle's, scaled to S_t).
+    let truth = trace(&fitted)
+        .iter()
+        .flat_map(|e| e["injected"].as_array().cloned().unwrap_or_default())
+        .find(|i| i["where"] == "extrude.depth")
+        .and_then(|i| i["from"].as_f64())
+        .expect("the reader's depth was spoiled");
+    let unfitted = run("unfitted", &["--no-fit"]);
+    assert!((depth_of(&unfitted) / truth - 1.0).abs() > 0.1, "read {} for {truth}", depth_of(&unfitted));
+    assert!((depth_of(&fitted) / truth - 1.0).abs() < 0.05, "fitted {} for {truth}", depth_of(&fitted));
+    let measured = trace(&fitted)
+        .into_iter()
+        .filter(|e| e["event"] == "program_fit")
+        .flat_map(|e| e["report"]["features"].as_array().cloned().unwrap_or_default())
+        .find(|f| f["report"]["thickness"].is_object() && f["report"]["dropped"].is_null());
+    let measured = measured.expect("the depth was measured and moved");
+    assert!(measured["report"]["thickness"]["profiles"].as_u64() > Some(100), "{measured}");
+}
+
+/// A square tube whose walls the reader draws at two fifths of the target's (a loop a few
+/// pixels inside the outline, as readers drew a tray's rim): the line fit pulls each inner
+/// line onto the nearest of the target's lines, the outline's, and the fit at END measures the
+/// wall between the target's outline and the first line inside it instead.
+#[test]
+fn a_tubes_walls_drawn_thin_are_measured_to_the_targets_at_end() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gt = dir.path().join("tube.json");
+    let rectangle = |x: f64, y: f64| -> Value {
+        let c = [[-x, -y], [x, -y], [x, y], [-x, y]];
+        Value::Array(
+            (0..4).map(|i| serde_json::json!({"type": "line", "start": c[i], "end": c[(i + 1) % 4]})).collect(),
+        )
+    };
+    let mut primitives = rectangle(20.0, 15.0).as_array().expect("lines").clone();
+    primitives.extend(rectangle(17.0, 12.0).as_array().expect("lines").iter().cloned());
+    let program = serde_json::json!({"commands": [
+        {"op": "sketch", "name": "S1", "on": "XY", "primitives": primitives},
+        {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": 30}},
+        {"op": "end"}]});
+    std::fs::write(&gt, program.to_string()).expect("ground truth");
+    let image = target_image(&gt, dir.path());
+    // The reader's drawing in the sketch window (0..1 across 100 mm of the model, centred on
+    // the origin): the outline about where the target has it, the walls 2 mm where the
+    // target's are about 5.
+    let window = |x: f64, y: f64| -> Value {
+        let c = [[0.5 - x, 0.5 - y], [0.5 + x, 0.5 - y], [0.5 + x, 0.5 + y], [0.5 - x, 0.5 + y]];
+        Value::Array(
+            (0..4).map(|i| serde_json::json!({"type": "line", "start": c[i], "end": c[(i + 1) % 4]})).collect(),
+        )
+    };
+    let mut drawn = window(0.343, 0.257).as_array().expect("lines").clone();
+    drawn.extend(window(0.323, 0.237).as_array().expect("lines").iter().cloned());
+    let script = dir.path().join("script.jsonl");
+    write_script(
+        &script,
+        &[
+            serde_json::json!({"stage": "stage1", "answer": {"reason": "a tube", "sketches": [{"name": "S1", "on": "XY"}],
+                "command": {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": 51.4}}}}),
+            serde_json::json!({"stage": "stage2", "answer": {"primitives": drawn}}),
+            serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": []}}),
+            serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}}),
+        ],
+    );
+    let run = |name: &str, extra: &[&str]| -> PathBuf {
+        let out = dir.path().join(name);
+        let mut args = vec!["--vlm", "scripted", "--script", script.to_str().expect("utf-8")];
+        args.extend(extra);
+        let output = reconstruct(&image, &out, &args);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        out
+    };
+    // Each wall's width over the outline's half-width on its axis (the target's: 3/20, 3/15).
+    let walls = |out: &Path| -> Vec<f64> {
+        let program: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+        let lines = program["commands"][0]["primitives"].as_array().expect("primitives").clone();
+        let point = |k: usize| -> [f64; 2] {
+            let p = &lines[k]["start"];
+            [p[0].as_f64().expect("x"), p[1].as_f64().expect("y")]
+        };
+        let (outer, inner) = (point(2), point(6));
+        let [ox, oy] = [outer[0].abs(), outer[1].abs()];
+        let (a, b) = (point(4), point(6));
+        vec![(ox - a[0].abs()) / ox, (oy - a[1].abs()) / oy, (ox - b[0].abs()) / ox, (oy - inner[1].abs()) / oy]
+    };
+    let unfitted = run("unfitted", &["--no-fit"]);
+    let fitted = run("fitted", &[]);
+    let truth = [3.0 / 20.0, 3.0 / 15.0, 3.0 / 20.0, 3.0 / 15.0];
+    for (w, t) in walls(&unfitted).iter().zip(truth) {
+        assert!(w / t < 0.5, "unfitted walls {:?}", walls(&unfitted));
+    }
+    for (w, t) in walls(&fitted).iter().zip(truth) {
+        assert!((w / t - 1.0).abs() < 0.1, "fitted walls {:?} for {truth:?}", walls(&fitted));
+    }
+    let (before, after) = (
+        iou(&unfitted.join("model.FCStd"), &gt, "static").expect("scored"),
+        iou(&fitted.join("model.FCStd"), &gt, "static").expect("scored"),
+    );
+    assert!(before < 0.6 && after > 0.93, "static IoU {before} without the fit, {after} with it");
+    let measured = trace(&fitted)
+        .into_iter()
+        .filter(|e| e["event"] == "program_fit")
+        .flat_map(|e| e["report"]["features"].as_array().cloned().unwrap_or_default())
+        .find(|f| f["report"]["walls"].is_array() && f["report"]["dropped"].is_null())
+        .expect("the walls were measured and moved");
+    assert_eq!(measured["report"]["walls"].as_array().map(Vec::len), Some(4), "{measured}");
+}
