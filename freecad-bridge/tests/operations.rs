@@ -422,3 +422,42 @@ fn a_hole_placed_midway_between_two_corners_is_cut_at_their_middle() {
     assert_close(axis[0], 10.0, "x midway");
     assert_close(axis[1], 5.0, "y midway");
 }
+
+#[test]
+fn a_fuse_that_leaves_crossing_wires_is_built_refined_and_the_same_in_a_new_worker() {
+    // A ring (r 9..20 about (-33, -1), 17 high); a link plate from its top face down 16 whose
+    // concave end (an arc of r 19.01) cuts into the ring; a second ring (r 10..19) from the
+    // bottom face up 35, drawn at (-33, 1) in that face's frame (which turns y over), so
+    // concentric with the first. Its outer wall nearly meets the link's concave end, and the
+    // fuse leaves coplanar faces whose wires cross (OCC: "Intersecting wires"): the case the
+    // fit's moves and readers' rings met. FreeCAD's Refine merges them into one valid solid.
+    let p = freecad_bridge::testing::program(
+        r#"{"commands": [
+        {"op":"sketch","name":"S1","on":"XY","primitives":[{"type":"circle","center":[-33,-1],"radius":20},{"type":"circle","center":[-33,-1],"radius":9}]},
+        {"op":"extrude","profile":"S1","mode":"add","extent":{"type":"one_side","depth":17}},
+        {"op":"sketch","name":"S2","on":"F3","primitives":[{"type":"line","start":[32,19],"end":[32,-18]},{"type":"line","start":[32,-18],"end":[-30,-17]},{"type":"arc","start":[-30,-17],"mid":[-10,2],"end":[-29,21]},{"type":"line","start":[-29,21],"end":[32,19]}]},
+        {"op":"extrude","profile":"S2","mode":"add","extent":{"type":"one_side","depth":16},"reversed":true},
+        {"op":"sketch","name":"S3","on":"F2","primitives":[{"type":"circle","center":[-33,1],"radius":19},{"type":"circle","center":[-33,1],"radius":10}]},
+        {"op":"extrude","profile":"S3","mode":"add","extent":{"type":"one_side","depth":35},"reversed":true}
+    ]}"#,
+    );
+    let mut s = session();
+    let mut before = 0.0;
+    for (k, command) in p.commands.iter().enumerate() {
+        if k == 5 {
+            before = s.state().volume;
+        }
+        s.execute(command).unwrap_or_else(|e| panic!("step {}: {e}", k + 1));
+    }
+    let built = s.state().clone();
+    assert!(built.valid && built.solids == 1, "one valid solid: {:?} solids, valid {}", built.solids, built.valid);
+    // Below z = 17 the second ring lies inside the first; above, up to 35, it is all new.
+    let annulus = PI * (19.0f64.powi(2) - 10.0f64.powi(2));
+    assert_close(built.volume - before, annulus * 18.0, "the volume the second ring adds");
+    // The same program in a new worker takes the same path: the same entities and volume.
+    let mut again = session();
+    again.execute_program(&p).expect("the program builds again");
+    assert_eq!(again.state().faces.len(), built.faces.len());
+    assert_eq!(again.state().edges.len(), built.edges.len());
+    assert_close(again.state().volume, built.volume, "the volume in a new worker");
+}

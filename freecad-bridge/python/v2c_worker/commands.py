@@ -353,6 +353,29 @@ def _failure_reason(obj):
     return "FreeCAD could not compute the feature"
 
 
+class InvalidSolid(CommandFailed):
+    """The feature computed, but OCC's check finds its solid broken."""
+
+
+def _check_refined(feat, op, mode, volume_before):
+    """Check the result; a broken one is computed once more with the feature's Refine on.
+
+    A fuse of faces that nearly coincide (a ring's face a hair off the face of the link drawn
+    around it, as a reader or the fit draws them) can leave coplanar faces whose wires
+    intersect, which OCC's check calls invalid; merging the coplanar faces (FreeCAD's Refine,
+    OCC's removeSplitter) repairs it. Refine stays off otherwise: it merges faces and so
+    renumbers the entities a model is shown with. Replays take the same path, so a program
+    builds the same model in every process."""
+    try:
+        _check_solid(feat, op, mode, volume_before)
+    except InvalidSolid:
+        if not hasattr(feat, "Refine") or feat.Refine:
+            raise
+        feat.Refine = True
+        MODEL.doc.recompute()
+        _check_solid(feat, op, mode, volume_before)
+
+
 def _check_solid(feat, op, mode, volume_before):
     """A feature may report success and still produce garbage: check the result."""
     if "Invalid" in feat.State or "Error" in feat.State:
@@ -368,7 +391,7 @@ def _check_solid(feat, op, mode, volume_before):
             "the result has %d separate solids; a body must stay one solid" % len(shape.Solids), kind=SEPARATE_SOLIDS
         )
     if not shape.isValid():
-        raise CommandFailed("the result is not a valid solid")
+        raise InvalidSolid("the result is not a valid solid")
     volume = shape.Volume
     if volume <= EPS_VOLUME:
         raise CommandFailed("the result has no volume (%.3g)" % volume)
@@ -408,7 +431,7 @@ def execute(cmd):
             feat = SOLID_OPS[op](cmd)
             doc.recompute()
             mode = cmd.get("mode", "dress")
-            _check_solid(feat, op, mode, volume_before)
+            _check_refined(feat, op, mode, volume_before)
             result = {"feature": feat.Name}
         return result
     except CommandFailed as exc:
