@@ -26,6 +26,30 @@ pub fn projected_table(meta: &SketchMeta, state: &ModelState) -> String {
         let pts: Vec<String> = e.points.iter().map(|p| format!("({:.4}, {:.4})", p[0], p[1])).collect();
         out.push_str(&format!("{}{}: {}\n", e.id, if e.in_plane { " (in plane)" } else { "" }, pts.join(" ")));
     }
+    // The vertices too: a reader tying a midpoint or a corner to `V3` otherwise looks its
+    // position up in Stage 1's table, in other coordinates. Those in the plane first; one
+    // that projects onto a point already listed (a plate's bottom corner under its top
+    // corner) adds only tokens.
+    let normal = meta.frame.normal;
+    let height = |p: [f64; 3]| (0..3).map(|i| (p[i] - meta.frame.origin[i]) * normal[i]).sum::<f64>();
+    let tolerance = 1e-6 * (1.0 + meta.window.size);
+    let mut vertices: Vec<(&str, bool, String)> = state
+        .vertices
+        .iter()
+        .filter(|v| state.in_active_body(&v.id))
+        .map(|v| (v.id.as_str(), height(v.point).abs() <= tolerance, meta.world_to_view(v.point)))
+        .filter(|(_, _, p)| views::in_sketch_picture(*p))
+        .map(|(id, in_plane, p)| (id, in_plane, format!("({:.4}, {:.4})", p[0], p[1])))
+        .collect();
+    vertices.sort_by_key(|v| !v.1);
+    let mut listed: Vec<String> = Vec::new();
+    for (id, in_plane, at) in vertices {
+        if listed.contains(&at) {
+            continue;
+        }
+        out.push_str(&format!("{id}{}: {at}\n", if in_plane { " (in plane)" } else { "" }));
+        listed.push(at);
+    }
     if out.is_empty() { "(none)\n".into() } else { out }
 }
 

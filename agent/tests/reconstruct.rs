@@ -819,3 +819,32 @@ fn a_crowded_model_is_tagged_in_two_views() {
         last["request"]["images"].as_array().expect("images").iter().filter_map(Value::as_str).collect();
     assert!(names[2].ends_with("_tagged_faces.png"), "{names:?}");
 }
+
+/// Stage 2 lists the existing vertices beside the edges, in the same view coordinates (a
+/// reader tying a hole midway between two corners had looked them up in Stage 1's table):
+/// on the plate's top face, each of its four corners sits where the top edges it joins end.
+#[test]
+fn stage_two_lists_the_vertices_where_the_edges_end() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let program = example_path("plate_counterbore");
+    let image = target_image(&program, dir.path());
+    let out = dir.path().join("out");
+    let run = reconstruct(&image, &out, &["--gt", program.to_str().expect("utf-8"), "--no-rag", "--max-steps", "2"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let events = trace(&out);
+    let second = events
+        .iter()
+        .filter(|e| e["stage"] == "stage2")
+        .nth(1)
+        .and_then(|e| e["request"]["text"].as_str())
+        .expect("a Stage 2 request for the second sketch");
+    let table = second.split("```").nth(1).expect("the projected table");
+    let lines: Vec<&str> = table.lines().filter(|l| l.contains("(in plane)")).collect();
+    let (vertices, edges): (Vec<&str>, Vec<&str>) = lines.iter().partition(|l| l.starts_with('V'));
+    assert_eq!(vertices.len(), 4, "the top face's corners:\n{table}");
+    for v in vertices {
+        let at = v.split_once(": ").expect("a vertex's coordinates").1;
+        let ends = edges.iter().filter(|e| e.ends_with(at) || e.contains(&format!(": {at} "))).count();
+        assert_eq!(ends, 2, "{v}: two top edges end there\n{table}");
+    }
+}
