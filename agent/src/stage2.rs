@@ -72,6 +72,7 @@ impl Engine<'_> {
             .value("grid_down", axis_name(meta.view_to_world.y_step))
             .value("grid_viewer", axis_name(towards_viewer(&meta)))
             .value("model_to_view", model_to_view(&meta))
+            .value("view_to_model", view_to_model(&meta))
             .value("feedback_text", crate::stage1::feedback_text(feedback))
             .flag("feedback", !feedback.is_empty());
         let mut context = self.context(&state);
@@ -139,6 +140,28 @@ pub(crate) fn model_to_view(meta: &SketchMeta) -> String {
         }
     };
     format!("{}, {}", formula("x", meta.view_to_world.x_step), formula("y", meta.view_to_world.y_step))
+}
+
+/// The view's own map, read the other way: the model point of view point (x, y), one formula
+/// per model axis (`X = -51.99 + 100 x, Y = 0, Z = 51.99 - 100 y`). A reader converting its
+/// measurements by inverting the other map by hand slipped a sign and lost a step.
+pub(crate) fn view_to_model(meta: &SketchMeta) -> String {
+    let map = meta.view_to_world;
+    let term = |c: f64, name: &str| {
+        let size = trim(c.abs());
+        if size == "0" { String::new() } else { format!(" {} {size} {name}", if c < 0.0 { "-" } else { "+" }) }
+    };
+    let formula = |k: usize| {
+        let terms = format!("{}{}", term(map.x_step[k], "x"), term(map.y_step[k], "y"));
+        let offset = trim(map.origin[k]);
+        let text = match (offset.as_str(), terms.strip_prefix(" + ")) {
+            ("0", Some(rest)) if !terms.is_empty() => rest.to_string(),
+            ("0", None) if !terms.is_empty() => format!("-{}", terms.trim_start_matches(" - ")),
+            _ => format!("{offset}{terms}"),
+        };
+        format!("{} = {text}", ["X", "Y", "Z"][k])
+    };
+    (0..3).map(formula).collect::<Vec<_>>().join(", ")
 }
 
 /// A number with up to 4 decimals, without trailing zeros: `100`, `33.25`.
@@ -404,6 +427,12 @@ mod tests {
             model_to_view(&inclined),
             "x = ((X, Y, Z) - (0, 0, 0)) . (0.0000, 0.6000, 0.8000) / 100, y = 0.0000 + X / 100"
         );
+        // And the other way, one formula per model axis: view (0.6199, 0.3199) is X = 10, Z = 20.
+        assert_eq!(view_to_model(&xz), "X = -51.99 + 100 x, Y = 0, Z = 51.99 - 100 y");
+        assert!((-51.99 + 100.0 * vx - 10.0f64).abs() < 1e-9 && (51.99 - 100.0 * vy - 20.0f64).abs() < 1e-9);
+        assert_eq!(view_to_model(&inclined), "X = 100 y, Y = 60 x, Z = 80 x");
+        let negative = meta([0.0, 0.0, 0.0], [-100.0, 0.0, 0.0], [0.0, 0.0, 100.0]);
+        assert_eq!(view_to_model(&negative), "X = -100 x, Y = 0, Z = 100 y");
     }
 
     #[test]
