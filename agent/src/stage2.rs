@@ -154,10 +154,11 @@ pub(crate) fn view_to_model(meta: &SketchMeta) -> String {
     let formula = |k: usize| {
         let terms = format!("{}{}", term(map.x_step[k], "x"), term(map.y_step[k], "y"));
         let offset = trim(map.origin[k]);
-        let text = match (offset.as_str(), terms.strip_prefix(" + ")) {
-            ("0", Some(rest)) if !terms.is_empty() => rest.to_string(),
-            ("0", None) if !terms.is_empty() => format!("-{}", terms.trim_start_matches(" - ")),
-            _ => format!("{offset}{terms}"),
+        // Terms start with " + " or " - ": without an offset the first loses its spaces.
+        let text = match (offset.as_str(), terms.as_str()) {
+            (offset, "") => offset.to_string(),
+            ("0", terms) => terms.strip_prefix(" + ").map_or_else(|| format!("-{}", &terms[3..]), str::to_string),
+            (offset, terms) => format!("{offset}{terms}"),
         };
         format!("{} = {text}", ["X", "Y", "Z"][k])
     };
