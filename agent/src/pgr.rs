@@ -14,7 +14,7 @@ use freecad_bridge::{ModelState, command::Sketch};
 use views::SketchMeta;
 
 /// T_t^geom,s: the projected edges of the active body (the ones a sketch may be tied to) as
-/// sampled points in view coordinates, one line each.
+/// sampled points in view coordinates, one line each, then its vertices, one point each.
 pub fn projected_table(meta: &SketchMeta, state: &ModelState) -> String {
     let mut out = String::new();
     for e in meta.edges.iter().filter(|e| state.in_active_body(&e.id)) {
@@ -23,34 +23,35 @@ pub fn projected_table(meta: &SketchMeta, state: &ModelState) -> String {
         if !e.points.iter().any(|p| views::in_sketch_picture(*p)) {
             continue;
         }
-        let pts: Vec<String> = e.points.iter().map(|p| format!("({:.4}, {:.4})", p[0], p[1])).collect();
+        let pts: Vec<String> = e.points.iter().map(|p| point(*p)).collect();
         out.push_str(&format!("{}{}: {}\n", e.id, if e.in_plane { " (in plane)" } else { "" }, pts.join(" ")));
     }
     // The vertices too: a reader tying a midpoint or a corner to `V3` otherwise looks its
     // position up in Stage 1's table, in other coordinates. Those in the plane first; one
     // that projects onto a point already listed (a plate's bottom corner under its top
     // corner) adds only tokens.
-    let normal = meta.frame.normal;
-    let height = |p: [f64; 3]| (0..3).map(|i| (p[i] - meta.frame.origin[i]) * normal[i]).sum::<f64>();
     let tolerance = 1e-6 * (1.0 + meta.window.size);
     let mut vertices: Vec<(&str, bool, String)> = state
         .vertices
         .iter()
         .filter(|v| state.in_active_body(&v.id))
-        .map(|v| (v.id.as_str(), height(v.point).abs() <= tolerance, meta.world_to_view(v.point)))
+        .map(|v| (v.id.as_str(), meta.frame.height(v.point).abs() <= tolerance, meta.world_to_view(v.point)))
         .filter(|(_, _, p)| views::in_sketch_picture(*p))
-        .map(|(id, in_plane, p)| (id, in_plane, format!("({:.4}, {:.4})", p[0], p[1])))
+        .map(|(id, in_plane, p)| (id, in_plane, point(p)))
         .collect();
     vertices.sort_by_key(|v| !v.1);
-    let mut listed: Vec<String> = Vec::new();
+    let mut listed = std::collections::BTreeSet::new();
     for (id, in_plane, at) in vertices {
-        if listed.contains(&at) {
-            continue;
+        if listed.insert(at.clone()) {
+            out.push_str(&format!("{id}{}: {at}\n", if in_plane { " (in plane)" } else { "" }));
         }
-        out.push_str(&format!("{id}{}: {at}\n", if in_plane { " (in plane)" } else { "" }));
-        listed.push(at);
     }
     if out.is_empty() { "(none)\n".into() } else { out }
+}
+
+/// A view point as the table writes it: `(0.1188, 0.8164)`.
+fn point(p: [f64; 2]) -> String {
+    format!("({:.4}, {:.4})", p[0], p[1])
 }
 
 /// What snapping added, for the trace.
@@ -67,10 +68,7 @@ pub fn snap(sketch: &mut Sketch, frame: &Frame, state: &ModelState, tolerance: f
         return snapped;
     }
     let already_tied = tied_points(&sketch.constraints);
-    let in_plane = |p: [f64; 3]| {
-        let rel: f64 = (0..3).map(|i| (p[i] - frame.origin[i]) * frame.normal[i]).sum();
-        rel.abs() <= 1e-6 * (1.0 + tolerance)
-    };
+    let in_plane = |p: [f64; 3]| frame.height(p).abs() <= 1e-6 * (1.0 + tolerance);
     // Vertices in the plane first: they are what a sketch on a face follows.
     let mut vertices: Vec<(String, [f64; 2], bool)> = state
         .vertices

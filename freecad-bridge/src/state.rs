@@ -194,6 +194,11 @@ impl Frame {
         add(self.origin, add(scale(self.x_axis, u), scale(self.y_axis, v)))
     }
 
+    /// How far a 3D point lies from the frame's plane, along its normal (signed).
+    pub fn height(&self, p: Point3) -> f64 {
+        (0..3).map(|i| (p[i] - self.origin[i]) * self.normal[i]).sum()
+    }
+
     /// Local sketch coordinates of a 3D point projected onto the frame's plane (the
     /// inverse of [`Frame::to_global`] on the plane).
     pub fn to_local(&self, p: Point3) -> [f64; 2] {

@@ -442,13 +442,12 @@ fn a_fuse_that_leaves_crossing_wires_is_built_refined_and_the_same_in_a_new_work
     ]}"#,
     );
     let mut s = session();
-    let mut before = 0.0;
-    for (k, command) in p.commands.iter().enumerate() {
-        if k == 5 {
-            before = s.state().volume;
-        }
+    let (first, last) = p.commands.split_at(5);
+    for (k, command) in first.iter().enumerate() {
         s.execute(command).unwrap_or_else(|e| panic!("step {}: {e}", k + 1));
     }
+    let before = s.state().volume;
+    s.execute(&last[0]).unwrap_or_else(|e| panic!("step 6: {e}"));
     let built = s.state().clone();
     assert!(built.valid && built.solids == 1, "one valid solid: {:?} solids, valid {}", built.solids, built.valid);
     // Below z = 17 the second ring lies inside the first; above, up to 35, it is all new.
