@@ -210,6 +210,7 @@ impl Reconstruction {
             framed_lines,
             fit_target,
             fit_report: None,
+            finish: None,
             fitted_from: None,
             as_drawn: Vec::new(),
             target,
@@ -327,6 +328,9 @@ pub(crate) struct Engine<'a> {
     pub(crate) fit_target: Option<fit::TargetPixels>,
     /// The fit of the candidate Stage 3 is judging, when one ran.
     pub fit_report: Option<fit::FitReport>,
+    /// Stage 3 accepted this attempt's candidate as the last step (its reasons): once it is
+    /// committed the run ends as if Stage 1 had said END, without that call.
+    pub(crate) finish: Option<String>,
     /// The candidate's sketches and command as the model drew them, when the fit moved them.
     pub(crate) fitted_from: Option<(Vec<Sketch>, Command)>,
     /// Every committed feature a step's fit moved, as drawn, for the fit at END.
@@ -447,6 +451,13 @@ impl Engine<'_> {
                 StepEnd::Accepted => {
                     step_timing.push(spent);
                     self.emit(TraceEvent::Accepted { step: self.steps_done, timing: spent })?;
+                    if let Some(reason) = self.finish.take() {
+                        self.emit(TraceEvent::End { step: self.steps_done + 1, reason })?;
+                        finished = true;
+                        if config.fit {
+                            self.fit_program(session)?;
+                        }
+                    }
                 }
                 StepEnd::Ended => {
                     finished = true;
@@ -709,6 +720,7 @@ impl Engine<'_> {
         feedback: &[String],
     ) -> Result<Attempt, LoopError> {
         let state = session.state().clone();
+        self.finish = None;
         let (plan, command) = match self.stage1(vlm, &state, turn, tagged, feedback)? {
             Asked::Answer(x) => x,
             Asked::Invalid(reason) => return Ok(Attempt::retry(reason)),

@@ -92,7 +92,13 @@ impl Engine<'_> {
         let asked =
             self.ask(vlm, request, turn, |v| serde_json::from_value::<Verdict>(v).map_err(|e| e.to_string()))?;
         Ok(match asked {
-            Asked::Answer(v) if v.accepted() => None,
+            Asked::Answer(v) if v.accepted() => {
+                if v.finish {
+                    let why = if v.reasons.is_empty() { String::new() } else { format!(": {}", v.reasons.join("; ")) };
+                    self.finish = Some(format!("Stage 3 accepted step {} as the last{why}", turn.step));
+                }
+                None
+            }
             Asked::Answer(v) => {
                 self.rejections += 1;
                 let reason =
@@ -112,6 +118,10 @@ pub struct Verdict {
     pub verdict: Decision,
     #[serde(default)]
     pub reasons: Vec<String>,
+    /// With an accept: the model with this candidate is the whole part, and the run ends
+    /// with this step (the Stage 1 call that would only say END is not made).
+    #[serde(default)]
+    pub finish: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -271,6 +271,35 @@ fn rejections_go_back_to_stage_one_and_the_third_candidate_is_committed_unverifi
     assert!(out.join("report.html").is_file());
 }
 
+/// Readers asked to accept and finish in one answer: a Stage 3 accept with `finish` ends the
+/// run with that step (no Stage 1 call that would only say END), and the fit at END still
+/// runs; `finish` beside a rejection changes nothing.
+#[test]
+fn an_accept_that_finishes_ends_the_run_without_another_stage_one_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = target_image(&example_path("box"), dir.path());
+    let reject = serde_json::json!({"stage": "stage3", "answer": {"verdict": "reject", "reasons": ["too thin"], "finish": true}});
+    let accept = serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": ["the whole part"], "finish": true}});
+    let script = dir.path().join("script.jsonl");
+    // Nothing after the accept: another Stage 1 call would find the script empty and fail.
+    write_script(&script, &[box_plan(), box_sketch(), reject, box_plan(), box_sketch(), accept]);
+    let out = dir.path().join("out");
+    let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let done = outcome(&out);
+    assert_eq!((done["finished"].as_bool(), done["steps"].as_u64()), (Some(true), Some(1)), "{done}");
+    assert_eq!((done["calls"].as_u64(), done["rejections"].as_u64()), (Some(6), Some(1)), "{done}");
+    let events = trace(&out);
+    let end = events.iter().find(|e| e["event"] == "end").expect("an end event");
+    assert_eq!(end["reason"], "Stage 3 accepted step 1 as the last: the whole part");
+    assert!(events.iter().any(|e| e["event"] == "program_fit"), "the fit at END ran");
+    let program: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+    let ops: Vec<&str> =
+        program["commands"].as_array().expect("commands").iter().filter_map(|c| c["op"].as_str()).collect();
+    assert_eq!(ops, ["sketch", "extrude", "end"]);
+}
+
 #[test]
 fn a_backend_that_keeps_answering_invalid_json_is_a_recorded_failure() {
     let dir = tempfile::tempdir().expect("tempdir");
