@@ -460,3 +460,42 @@ fn a_fuse_that_leaves_crossing_wires_is_built_refined_and_the_same_in_a_new_work
     assert_eq!(again.state().edges.len(), built.edges.len());
     assert_close(again.state().volume, built.volume, "the volume in a new worker");
 }
+
+#[test]
+fn a_fillet_that_fails_says_whether_its_edges_fail_alone_or_only_together() {
+    // A 10 mm cube; E4 and E10 are the top face's two edges along x. At a radius of 6 each
+    // takes its fillet alone, but the two need 12 mm of a 10 mm face: a reader told "the
+    // radius may be too large" had seen the same radius work edge by edge. At 12 neither
+    // edge takes it alone. A failure leaves the document as it was.
+    let mut s = session();
+    let cube = freecad_bridge::testing::program(
+        r#"{"commands": [
+        {"op":"sketch","name":"S1","on":"XY","primitives":[{"type":"line","start":[0,0],"end":[10,0]},{"type":"line","start":[10,0],"end":[10,10]},{"type":"line","start":[10,10],"end":[0,10]},{"type":"line","start":[0,10],"end":[0,0]}]},
+        {"op":"extrude","profile":"S1","mode":"add","extent":{"type":"one_side","depth":10}}
+    ]}"#,
+    );
+    s.execute_program(&cube).expect("cube");
+    let top_edge_along_x = |y: f64| {
+        s.state()
+            .edges
+            .iter()
+            .find(|e| e.start.zip(e.end).is_some_and(|(a, b)| a[1] == y && b[1] == y && a[2] == 10.0 && b[2] == 10.0))
+            .map(|e| e.id.clone())
+            .expect("a top edge along x")
+    };
+    let (front, back) = (top_edge_along_x(0.0), top_edge_along_x(10.0));
+    let fillet = |s: &mut freecad_bridge::Session, edges: &str, radius: f64| {
+        let json = format!(r#"{{"op":"fillet","edges":[{edges}],"radius":{radius}}}"#);
+        let command: freecad_bridge::Command = serde_json::from_str(&json).expect("command");
+        s.execute(&command).map(|_| ()).map_err(|e| e.to_string())
+    };
+    let both = format!(r#""{front}","{back}""#);
+    let err = fillet(&mut s, &both, 6.0).expect_err("two fillets of 6 on a 10 mm face");
+    assert!(err.contains("each of these edges takes this radius alone, but not all of them together"), "{err}");
+    let err = fillet(&mut s, &both, 12.0).expect_err("a fillet of 12 on a 10 mm cube");
+    assert!(err.contains(&format!("{front}, {back} do not take this radius even alone")), "{err}");
+    let err = fillet(&mut s, &format!(r#""{front}""#), 12.0).expect_err("one fillet of 12");
+    assert!(err.contains("the radius may be too large for the faces next to this edge"), "{err}");
+    assert_close(s.state().volume, 1000.0, "the cube as it was");
+    fillet(&mut s, &format!(r#""{front}""#), 6.0).expect("one edge takes 6 alone");
+}

@@ -441,7 +441,7 @@ def execute(cmd):
         if computed:
             exc.entity = _subject(cmd)
         if computed and op in ("fillet", "chamfer") and "too large" not in exc.reason:
-            exc.reason += " (the %s may be too large for the faces next to these edges)" % ("radius" if op == "fillet" else "size")
+            exc.reason += _dress_up_hint(cmd, volume_before)
         adds = cmd.get("mode") == "add"
         if computed and adds and exc.kind == SEPARATE_SOLIDS:
             exc.reason += ' (a separate solid needs a body of its own: {"op": "body", "name": "B%d"})' % (len(MODEL.bodies) + 1)
@@ -453,6 +453,38 @@ def execute(cmd):
         raise CommandFailed("FreeCAD: %s" % text, _subject(cmd), kind)
     finally:
         MODEL.referenced = None
+
+
+def _dress_up_hint(cmd, volume_before):
+    """Why a fillet or chamfer failed, in the reader's terms. Of several edges, each is tried
+    alone (the document put back after each): a reader whose two edges failed together was
+    told the radius may be too large, though each edge took it alone."""
+    what = "radius" if cmd["op"] == "fillet" else "size"
+    edges = cmd["edges"]
+    if len(edges) < 2:
+        return " (the %s may be too large for the faces next to this edge)" % what
+    failing = []
+    for edge in edges:
+        snapshot = Snapshot()
+        try:
+            feat = SOLID_OPS[cmd["op"]](dict(cmd, edges=[edge]))
+            MODEL.doc.recompute()
+            _check_refined(feat, cmd["op"], "dress", volume_before)
+        except Exception:
+            failing.append(edge)
+        finally:
+            snapshot.restore()
+    if not failing:
+        return (
+            " (each of these edges takes this %s alone, but not all of them together: their %ss may run"
+            " into each other; try fewer edges at once or a smaller %s)" % (what, cmd["op"], what)
+        )
+    return " (%s %s not take this %s even alone: it may be too large for the faces next to %s)" % (
+        ", ".join(failing),
+        "does" if len(failing) == 1 else "do",
+        what,
+        "it" if len(failing) == 1 else "them",
+    )
 
 
 def _subject(cmd):
