@@ -32,6 +32,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 const CODEBOX_SOURCE: &str = include_str!("../python/v2c_codebox.py");
+/// What the script built, found and saved: a module the codebox imports, loaded first.
+const CODEBOX_RESULT_SOURCE: &str = include_str!("../python/v2c_codebox_result.py");
 /// Marks the result line on the child's stdout.
 const RESULT_PREFIX: &str = "v2c-codebox-result ";
 /// Where Debian's FreeCAD keeps its Python modules.
@@ -246,6 +248,7 @@ pub fn codebox_main() -> Result<(), String> {
         Err(e) => format!("audit hook only (landlock: {e})"),
     };
     let source = CString::new(CODEBOX_SOURCE).map_err(|e| e.to_string())?;
+    let result_source = CString::new(CODEBOX_RESULT_SOURCE).map_err(|e| e.to_string())?;
     let python_request = serde_json::json!({
         "script": request.script,
         "out_dir": request.out_dir,
@@ -260,6 +263,9 @@ pub fn codebox_main() -> Result<(), String> {
         for dir in FREECAD_PATHS {
             path.call_method1("append", (dir,))?;
         }
+        // Executed as a module it is registered in sys.modules, where the codebox's import
+        // finds it.
+        PyModule::from_code(py, &result_source, c"v2c_codebox_result.py", c"v2c_codebox_result")?;
         let module = PyModule::from_code(py, &source, c"v2c_codebox.py", c"v2c_codebox")?;
         module.getattr("main")?.call1((python_request,))?.extract()
     })
