@@ -135,7 +135,9 @@ pub struct VlmSettings {
     /// images go as the harness drew them.
     pub image_size: Option<u32>,
     pub response_format: ResponseFormat,
-    /// Seconds one HTTP request may take before it is abandoned and retried.
+    /// Seconds one HTTP request may take before it is abandoned and retried. 600 by default,
+    /// as OpenAI's own client: a server goes on with an abandoned request and bills it, and at
+    /// 120 s four of six relay runs asked a slow reader the same question twice.
     pub timeout: f64,
     /// Retries after a failed request (429, 5xx, a dropped connection, a timeout).
     pub retries: u32,
@@ -164,7 +166,7 @@ impl Default for VlmSettings {
             seed: None,
             image_size: None,
             response_format: ResponseFormat::Auto,
-            timeout: 120.0,
+            timeout: 600.0,
             retries: 5,
             retry_delay: 1.0,
             concurrency: 4,
