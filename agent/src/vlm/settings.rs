@@ -137,7 +137,7 @@ pub struct VlmSettings {
     pub response_format: ResponseFormat,
     /// Seconds one HTTP request may take before it is abandoned and retried. 600 by default,
     /// as OpenAI's own client: a server goes on with an abandoned request and bills it, and at
-    /// 120 s four of six relay runs asked a slow reader the same question twice.
+    /// 120 s four of eight relay runs asked a slow reader the same question twice.
     pub timeout: f64,
     /// Retries after a failed request (429, 5xx, a dropped connection, a timeout).
     pub retries: u32,
