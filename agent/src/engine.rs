@@ -211,6 +211,7 @@ impl Reconstruction {
             fit_target,
             fit_report: None,
             finish: None,
+            edit_failure: None,
             fitted_from: None,
             as_drawn: Vec::new(),
             target,
@@ -331,6 +332,9 @@ pub(crate) struct Engine<'a> {
     /// Stage 3 accepted this attempt's candidate as the last step (its reasons): once it is
     /// committed the run ends as if Stage 1 had said END, without that call.
     pub(crate) finish: Option<String>,
+    /// Why the accepted program does not rebuild under the evaluation's 10% depth edit, when
+    /// it does not ([`Engine::check_edit`]): the next Stage 1 says so.
+    pub(crate) edit_failure: Option<String>,
     /// The candidate's sketches and command as the model drew them, when the fit moved them.
     pub(crate) fitted_from: Option<(Vec<Sketch>, Command)>,
     /// Every committed feature a step's fit moved, as drawn, for the fit at END.
@@ -844,6 +848,7 @@ impl Engine<'_> {
             self.rollback(session)?;
             return self.failed_candidate(turn, crate::engine_replay::replay_failure(&failed, self.history.len()));
         }
+        self.check_edit(session, &program, turn.step)?;
         if let Some((drawn, drawn_command)) = fitted_from {
             self.record_as_drawn(switch.is_some(), &sketches, &drawn, &command, drawn_command);
         }

@@ -6,6 +6,9 @@
 use freecad_bridge::{BridgeError, Command, Session, StepError};
 
 use crate::engine::{Engine, kernel};
+
+/// The evaluation's edit (edit10): every extrusion depth times this.
+const EDIT_FACTOR: f64 = 1.1;
 use crate::error::LoopError;
 
 impl Engine<'_> {
@@ -14,6 +17,37 @@ impl Engine<'_> {
     pub(crate) fn rollback(&mut self, session: &mut Session) -> Result<(), LoopError> {
         let history = self.history.clone();
         match self.replay_fresh(session, &history)? {
+            Ok(()) => Ok(()),
+            Err(failed) => Err(failed.error.into()),
+        }
+    }
+
+    /// The evaluation's edit on the program just built fresh in `session` (`commands`): every
+    /// extrusion depth 10% longer, recomputed. A program whose sketches hold only at the
+    /// current depths (a length between two corners the edit moves apart) scores nothing
+    /// under edit10 however good its shape; the model is told in the next Stage 1
+    /// ([`Engine::edit_failure`]), where a revision can loosen the ties, and a Stage 3
+    /// `finish` waits for that. The session is then built fresh again: the next step is
+    /// shown the program as it is.
+    pub(crate) fn check_edit(
+        &mut self,
+        session: &mut Session,
+        commands: &[Command],
+        step: usize,
+    ) -> Result<(), LoopError> {
+        let edited =
+            kernel(&mut self.timing, session, |s| s.scale_extrusions(EDIT_FACTOR).map(|m| m.valid && !m.empty));
+        self.edit_failure = match edited {
+            Ok(true) => None,
+            Ok(false) => Some("the edited model is not a valid solid".into()),
+            Err(error @ (BridgeError::Command { .. } | BridgeError::Parameters { .. })) => Some(error.to_string()),
+            Err(other) => return Err(other.into()),
+        };
+        if let Some(reason) = &self.edit_failure {
+            tracing::info!("step {step}: the program does not rebuild with every depth x{EDIT_FACTOR}: {reason}");
+            self.finish = None;
+        }
+        match self.replay_fresh(session, commands)? {
             Ok(()) => Ok(()),
             Err(failed) => Err(failed.error.into()),
         }

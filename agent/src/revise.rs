@@ -298,6 +298,7 @@ impl Engine<'_> {
                 ),
             );
         }
+        self.check_edit(session, &revised, turn.step)?;
         let changed = numbers.iter().map(|n| revised[n - 1].clone()).collect();
         let mut execution = Execution::committed(turn.step, turn.attempt, turn.verify, changed);
         execution.revises = Some(revision.number);

@@ -88,6 +88,8 @@ impl Engine<'_> {
             .flag("feedback", !feedback.is_empty())
             .value("unverified_step", self.steps_done.to_string())
             .flag("unverified", self.unverified.last() == Some(&self.steps_done) && self.steps_done > 0)
+            .value("edit_failure", self.edit_failure.clone().unwrap_or_default())
+            .flag("edit_failure", self.edit_failure.is_some())
             .flag("empty", state.empty)
             .flag("split", tagged.len() > 1)
             .flag("fresh", self.history.is_empty())

@@ -300,6 +300,64 @@ fn an_accept_that_finishes_ends_the_run_without_another_stage_one_call() {
     assert_eq!(ops, ["sketch", "extrude", "end"]);
 }
 
+/// A sketch tied so that it holds only at the drawn depths scores nothing under edit10: the
+/// harness builds every accepted program with each depth 10% longer and, where it no longer
+/// rebuilds, says so in the next Stage 1 (a revision can loosen the ties), and a Stage 3
+/// `finish` waits for that.
+#[test]
+fn a_program_that_breaks_under_the_depth_edit_is_pointed_out_to_the_model() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = target_image(&example_path("box"), dir.path());
+    // The scripted box: x -10..20, y -10..10, z 0..10. Its bottom corner at x = y = -10 and
+    // the top edge of its face at y = -10, found by position in the same box built alone.
+    let alone = dir.path().join("box.json");
+    std::fs::write(
+        &alone,
+        r#"{"commands": [{"op":"sketch","name":"S1","on":"XY","primitives":[{"type":"line","start":[-10,-10],"end":[20,-10]},{"type":"line","start":[20,-10],"end":[20,10]},{"type":"line","start":[20,10],"end":[-10,10]},{"type":"line","start":[-10,10],"end":[-10,-10]}]},
+        {"op":"extrude","profile":"S1","mode":"add","extent":{"type":"one_side","depth":10}}]}"#,
+    )
+    .expect("program");
+    let inspected = common::command().arg("inspect").arg(&alone).output().expect("inspect");
+    let state: Value = serde_json::from_slice(&inspected.stdout).expect("entity table");
+    let id = |kind: &str, key: &str, at: Value| {
+        state[kind]
+            .as_array()
+            .expect("entities")
+            .iter()
+            .find(|e| e[key] == at)
+            .and_then(|e| e["id"].as_str())
+            .map(str::to_string)
+    };
+    let corner = id("vertices", "point", serde_json::json!([-10.0, -10.0, 0.0])).expect("the bottom corner");
+    let top = id("edges", "start", serde_json::json!([-10.0, -10.0, 10.0])).expect("the top edge");
+    // Step 2 cuts a notch drawn on XZ (X = -50 + 100 x, Z = 50 - 100 y) whose slanted side runs
+    // 10.5 mm from the corner to the top edge: 10 mm up, 3.2 mm across. At 11 mm of height
+    // no such side reaches the edge.
+    let notch_plan = serde_json::json!({"stage": "stage1", "answer": {"reason": "a notch", "sketches": [{"name": "S2", "on": "XZ"}],
+        "command": {"op": "extrude", "profile": "S2", "mode": "cut", "extent": {"type": "one_side", "depth": 5}}}});
+    let notch = serde_json::json!({"stage": "stage2", "answer": {"primitives": [
+        {"type": "line", "start": [0.4, 0.5], "end": [0.48, 0.5]}, {"type": "line", "start": [0.48, 0.5], "end": [0.48, 0.4]},
+        {"type": "line", "start": [0.48, 0.4], "end": [0.432, 0.4]}, {"type": "line", "start": [0.432, 0.4], "end": [0.4, 0.5]}],
+        "constraints": [{"type": "coincident", "a": "g3.end", "b": corner}, {"type": "point_on_object", "point": "g3.start", "object": top},
+            {"type": "length", "line": "g3", "value": 0.105}]}});
+    let accept = serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": []}});
+    let finish = serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": [], "finish": true}});
+    let end = serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}});
+    let script = dir.path().join("script.jsonl");
+    write_script(&script, &[box_plan(), box_sketch(), accept, notch_plan, notch, finish, end]);
+    let out = dir.path().join("out");
+    let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let events = trace(&out);
+    let stage1: Vec<&str> =
+        events.iter().filter(|e| e["stage"] == "stage1").filter_map(|e| e["request"]["text"].as_str()).collect();
+    assert_eq!(stage1.len(), 3, "the finish waited for the model to hear of the edit");
+    let said = "The model does not survive the evaluation's edit";
+    assert!(!stage1[1].contains(said), "the box alone survives it");
+    assert!(stage1[2].contains(said) && stage1[2].contains("S2"), "{}", stage1[2]);
+    assert_eq!(outcome(&out)["steps"], 2);
+}
+
 #[test]
 fn a_backend_that_keeps_answering_invalid_json_is_a_recorded_failure() {
     let dir = tempfile::tempdir().expect("tempdir");
