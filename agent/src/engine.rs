@@ -828,7 +828,7 @@ impl Engine<'_> {
             }
         };
         let (command, preview) = self.fit(session, &mut sketches, switch.as_ref(), command, preview, turn)?;
-        let retry = if turn.verify { self.stage3(vlm, state, &plan, &preview, turn)? } else { None };
+        let retry = if turn.verify { self.stage3(vlm, state, &plan, &preview, &sketches, turn)? } else { None };
         self.fit_report = None;
         if let Some(retry) = retry {
             self.rollback(session)?;

@@ -279,7 +279,8 @@ impl Engine<'_> {
             }
         };
         if turn.verify
-            && let Some(retry) = self.stage3(vlm, state, &plan, &preview, turn)?
+            && let Some(retry) =
+                self.stage3(vlm, state, &plan, &preview, &revised_sketches(&revised, &numbers), turn)?
         {
             self.rollback(session)?;
             return Ok(retry);
@@ -444,4 +445,15 @@ mod tests {
         .expect_err("another extent");
         assert!(err.contains("a revision changes only the numbers of [2]"), "{err}");
     }
+}
+
+/// The sketches among the revised commands (`numbers`, 1-based), as rebuilt.
+fn revised_sketches(revised: &[Command], numbers: &[usize]) -> Vec<freecad_bridge::command::Sketch> {
+    numbers
+        .iter()
+        .filter_map(|n| match revised.get(n - 1) {
+            Some(Command::Sketch(s)) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
 }

@@ -3,6 +3,8 @@
 
 use std::time::Instant;
 
+use freecad_bridge::command::{Primitive, Sketch};
+use freecad_bridge::state::Frame;
 use freecad_bridge::{ModelState, Preview};
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +25,7 @@ impl Engine<'_> {
         state: &ModelState,
         plan: &Plan,
         preview: &Preview,
+        sketches: &[Sketch],
         turn: Turn,
     ) -> Result<Option<Attempt>, LoopError> {
         let start = Instant::now();
@@ -69,6 +72,8 @@ impl Engine<'_> {
             .value("preview_summary", summary(&preview.state))
             .value("before_summary", summary(state))
             .value("delta", delta(state, &preview.state))
+            .value("solved", solved_sketches(sketches, &preview.state))
+            .flag("solved", !sketches.is_empty())
             .value("overlap", overlap.map(|o| o.describe(self.circle_px() / self.sphere.radius)).unwrap_or_default())
             .flag("overlap", overlap.is_some())
             .value("lines", lines.map(|l| l.describe()).unwrap_or_default())
@@ -137,6 +142,51 @@ impl Verdict {
     }
 }
 
+/// The candidate's sketches as the solver left them, in model mm (readers asked for them, to
+/// catch a slip in view coordinates before the extrusion hides it): each line's length, each
+/// arc's and circle's centre and radius; construction geometry left out.
+pub fn solved_sketches(sketches: &[Sketch], state: &ModelState) -> String {
+    let frame_of = |name: &str| state.features.iter().find(|f| f.name == name).and_then(|f| f.frame);
+    sketches.iter().map(|s| solved_sketch(s, frame_of(&s.name))).collect::<Vec<_>>().join("; ")
+}
+
+fn solved_sketch(sketch: &Sketch, frame: Option<Frame>) -> String {
+    let at = |p: [f64; 2]| match frame {
+        Some(f) => {
+            let g = f.to_global(p[0], p[1]);
+            format!("({:.2}, {:.2}, {:.2})", g[0], g[1], g[2])
+        }
+        None => format!("({:.2}, {:.2}) in the sketch", p[0], p[1]),
+    };
+    let mut lines = Vec::new();
+    let mut curves = Vec::new();
+    for primitive in &sketch.primitives {
+        match *primitive {
+            Primitive::Line { start, end, construction: false } => {
+                lines.push(format!("{:.2}", (end[0] - start[0]).hypot(end[1] - start[1])));
+            }
+            Primitive::Arc { start, mid, end, construction: false } => {
+                if let Some((centre, r)) = freecad_bridge::geometry::circumcircle(start, mid, end) {
+                    curves.push(format!("an arc about {} of r {r:.2}", at(centre)));
+                }
+            }
+            Primitive::CenterArc { center, radius, construction: false, .. } => {
+                curves.push(format!("an arc about {} of r {radius:.2}", at(center)));
+            }
+            Primitive::Circle { center, radius, construction: false } => {
+                curves.push(format!("a circle about {} of r {radius:.2}", at(center)));
+            }
+            _ => {}
+        }
+    }
+    let mut parts = Vec::new();
+    if !lines.is_empty() {
+        parts.push(format!("lines {} mm long", lines.join(", ")));
+    }
+    parts.extend(curves);
+    format!("{}: {}", sketch.name, if parts.is_empty() { "no geometry".into() } else { parts.join(", ") })
+}
+
 /// What a candidate changes, in one line: `volume +1200.000 mm3 (+25.0%), faces 6 -> 10`.
 pub fn delta(before: &freecad_bridge::ModelState, after: &freecad_bridge::ModelState) -> String {
     let dv = after.volume - before.volume;
@@ -163,4 +213,31 @@ pub fn summary(state: &freecad_bridge::ModelState) -> String {
         state.edges.len(),
         if state.valid { "" } else { ", not a valid solid" }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_solved_sketch_is_told_in_model_mm_on_its_own_plane() {
+        // A slot's half on a top face 10 mm up: a 20 mm line, a half circle through three
+        // points about (20, 5) of radius 5, a hole of radius 2, and construction geometry.
+        let sketch: Sketch = serde_json::from_value(serde_json::json!({"name": "S2", "on": "F6", "primitives": [
+            {"type": "line", "start": [0, 0], "end": [20, 0]},
+            {"type": "arc", "start": [20, 0], "mid": [25, 5], "end": [20, 10]},
+            {"type": "circle", "center": [5, 5], "radius": 2},
+            {"type": "line", "start": [0, 0], "end": [0, 99], "construction": true}]}))
+        .expect("sketch");
+        let frame = Frame {
+            origin: [0.0, 0.0, 10.0],
+            x_axis: [1.0, 0.0, 0.0],
+            y_axis: [0.0, 1.0, 0.0],
+            normal: [0.0, 0.0, 1.0],
+        };
+        assert_eq!(
+            solved_sketch(&sketch, Some(frame)),
+            "S2: lines 20.00 mm long, an arc about (20.00, 5.00, 10.00) of r 5.00, a circle about (5.00, 5.00, 10.00) of r 2.00"
+        );
+    }
 }

@@ -293,6 +293,13 @@ fn an_accept_that_finishes_ends_the_run_without_another_stage_one_call() {
     let end = events.iter().find(|e| e["event"] == "end").expect("an end event");
     assert_eq!(end["reason"], "Stage 3 accepted step 1 as the last: the whole part");
     assert!(events.iter().any(|e| e["event"] == "program_fit"), "the fit at END ran");
+    // Stage 3 tells the sketch as solved, in model mm: the 0.3 x 0.2 view-unit rectangle.
+    let stage3 =
+        events.iter().find(|e| e["stage"] == "stage3").and_then(|e| e["request"]["text"].as_str()).expect("stage 3");
+    assert!(
+        stage3.contains("Its sketches as solved, in model mm: S1: lines 30.00, 20.00, 30.00, 20.00 mm long."),
+        "{stage3}"
+    );
     let program: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
     let ops: Vec<&str> =
