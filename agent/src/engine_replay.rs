@@ -6,10 +6,10 @@
 use freecad_bridge::{BridgeError, Command, Session, StepError};
 
 use crate::engine::{Engine, kernel};
+use crate::error::LoopError;
 
 /// The evaluation's edit (edit10): every extrusion depth times this.
 const EDIT_FACTOR: f64 = 1.1;
-use crate::error::LoopError;
 
 impl Engine<'_> {
     /// Back to the accepted commands: the document as it was before the attempt, as the
