@@ -451,28 +451,30 @@ impl Engine<'_> {
             let before = self.timing;
             let end = self.step(vlm, session)?;
             let spent = self.timing.since(&before);
-            match end {
+            // Stage 1's END, or a Stage 3 accept that finished the part.
+            let ended = match end {
                 StepEnd::Accepted => {
                     step_timing.push(spent);
                     self.emit(TraceEvent::Accepted { step: self.steps_done, timing: spent })?;
-                    if let Some(reason) = self.finish.take() {
-                        self.emit(TraceEvent::End { step: self.steps_done + 1, reason })?;
-                        finished = true;
-                        if config.fit {
-                            self.fit_program(session)?;
+                    match self.finish.take() {
+                        Some(reason) => {
+                            self.emit(TraceEvent::End { step: self.steps_done + 1, reason })?;
+                            true
                         }
+                        None => false,
                     }
                 }
-                StepEnd::Ended => {
-                    finished = true;
-                    if config.fit {
-                        self.fit_program(session)?;
-                    }
-                }
+                StepEnd::Ended => true,
                 StepEnd::Failed(reason) => {
                     stop = reason.clone();
                     failure = Some(reason);
                     break;
+                }
+            };
+            if ended {
+                finished = true;
+                if config.fit {
+                    self.fit_program(session)?;
                 }
             }
         }

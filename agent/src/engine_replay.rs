@@ -35,6 +35,14 @@ impl Engine<'_> {
         commands: &[Command],
         step: usize,
     ) -> Result<(), LoopError> {
+        // Only pads' and pockets' lengths change: without one the edit is the program itself.
+        let depths = commands.iter().any(|c| {
+            matches!(c, Command::Extrude(e) if !matches!(e.extent, freecad_bridge::command::Extent::ThroughAll { .. }))
+        });
+        if !depths {
+            self.edit_failure = None;
+            return Ok(());
+        }
         let edited =
             kernel(&mut self.timing, session, |s| s.scale_extrusions(EDIT_FACTOR).map(|m| m.valid && !m.empty));
         self.edit_failure = match edited {

@@ -358,6 +358,17 @@ impl Engine<'_> {
     }
 }
 
+/// The sketches among the revised commands (`numbers`, 1-based), as rebuilt.
+fn revised_sketches(revised: &[Command], numbers: &[usize]) -> Vec<freecad_bridge::command::Sketch> {
+    numbers
+        .iter()
+        .filter_map(|n| match revised.get(n - 1) {
+            Some(Command::Sketch(s)) => Some(s.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,15 +456,4 @@ mod tests {
         .expect_err("another extent");
         assert!(err.contains("a revision changes only the numbers of [2]"), "{err}");
     }
-}
-
-/// The sketches among the revised commands (`numbers`, 1-based), as rebuilt.
-fn revised_sketches(revised: &[Command], numbers: &[usize]) -> Vec<freecad_bridge::command::Sketch> {
-    numbers
-        .iter()
-        .filter_map(|n| match revised.get(n - 1) {
-            Some(Command::Sketch(s)) => Some(s.clone()),
-            _ => None,
-        })
-        .collect()
 }

@@ -349,7 +349,9 @@ def _failure_reason(obj):
     except Exception:
         status = ""
     if status and status not in ("Touched", "Valid", ""):
-        return status
+        # FreeCAD's words may run over several lines ("...conflicting constraints:\n2\n, 3, 4"):
+        # one line, for a prompt's paragraph and a report's row.
+        return re.sub(r"\s+,", ",", " ".join(status.split()))
     return "FreeCAD could not compute the feature"
 
 
@@ -566,10 +568,7 @@ def set_parameters(values):
         doc.recompute()
         bad = [o for o in doc.Objects if "Invalid" in o.State or "Error" in o.State]
         if bad:
-            # FreeCAD's words run over several lines ("...conflicting constraints:\n2\n, 3, 4"):
-            # one line, for a prompt's paragraph and a report's row.
-            reason = re.sub(r"\s+,", ",", " ".join(_failure_reason(bad[0]).split()))
-            raise CommandFailed("recompute failed at %s: %s" % (bad[0].Name, reason), bad[0].Name)
+            raise CommandFailed("recompute failed at %s: %s" % (bad[0].Name, _failure_reason(bad[0])), bad[0].Name)
         for k, owner in enumerate(MODEL.owners()):
             if owner is None and len(MODEL.bodies) > 1:
                 continue  # a body with no solid yet: the edit changes nothing there
