@@ -27,6 +27,7 @@
 
 pub mod dimensions;
 pub mod program;
+pub mod regular;
 pub mod sketch;
 pub mod thickness;
 mod ties;
@@ -209,6 +210,9 @@ pub struct FitReport {
     /// Thin walls beside a profile's inner lines, measured across them ([`wall`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub walls: Vec<wall::Measured>,
+    /// What the fit made regular in the drawing ([`regular`]).
+    #[serde(default, skip_serializing_if = "is_nothing")]
+    pub regular: regular::Regularised,
     /// Candidates rebuilt and rendered.
     pub evaluations: usize,
     pub seconds: f64,
@@ -229,6 +233,7 @@ impl FitReport {
             dropped: None,
             thickness: None,
             walls: Vec::new(),
+            regular: regular::Regularised::default(),
             evaluations: 0,
             seconds: 0.0,
         }
@@ -250,6 +255,12 @@ impl FitReport {
                 short(self.largest_move)
             ));
         }
+        if self.regular.squared > 0 {
+            moved.push(format!("{} of its lines made level or upright", self.regular.squared));
+        }
+        if self.regular.concentric > 0 {
+            moved.push(format!("{} pairs of its circles and arcs put about one centre", self.regular.concentric));
+        }
         moved.extend(self.changes.iter().map(|c| format!("{} {} -> {} mm", c.what, short(c.from), short(c.to))));
         format!(
             "{} (the candidate's edges {:.2} -> {:.2} px on average from the target's lines; outside the target's \
@@ -261,6 +272,10 @@ impl FitReport {
             100.0 * self.after.extra
         )
     }
+}
+
+fn is_nothing(r: &regular::Regularised) -> bool {
+    !r.any()
 }
 
 fn short(x: f64) -> String {
@@ -294,7 +309,7 @@ pub fn fit_feature<E: From<BridgeError>>(
     let before = agreement(&ids, target);
     let camera = views::outline_camera(&scene, opts);
     let frame = session.plane_frame(&sketches[index].on)?;
-    let Some(proposal) = sketch::propose(
+    let Some(mut proposal) = sketch::propose(
         &sketches[index],
         &feature,
         dimensions::Existing { state: session.state(), frame: &frame },
@@ -310,18 +325,27 @@ pub fn fit_feature<E: From<BridgeError>>(
         report.seconds = started.elapsed().as_secs_f64();
         Ok(Some((fitted, report)))
     };
-    if !worth_building(proposal.before_px, proposal.after_px) {
-        report.dropped = Some(not_worth_building(proposal.before_px, proposal.after_px));
-        return done(report, None);
-    }
-    let mut fitted_sketches = sketches.to_vec();
-    fitted_sketches[index] = proposal.sketch.clone();
-    let fitted_command = match &proposal.feature {
-        sketch::Feature::Extrude(e) => Command::Extrude(e.clone()),
-        sketch::Feature::Revolve { .. } | sketch::Feature::Section { .. } => command.clone(),
-    };
-    report.evaluations += 1;
-    if let Some(fitted_preview) = rebuild(session, &fitted_sketches, &fitted_command)? {
+    // The regular drawing first, then the free fit's where it is not taken.
+    let free = proposal.free.take();
+    for proposal in std::iter::once(proposal).chain(free.map(|f| *f)) {
+        report.model_px = [proposal.before_px, proposal.after_px];
+        report.regular = proposal.regular;
+        report.moved = None;
+        if !worth_building(proposal.before_px, proposal.after_px) {
+            report.dropped = Some(not_worth_building(proposal.before_px, proposal.after_px));
+            continue;
+        }
+        let mut fitted_sketches = sketches.to_vec();
+        fitted_sketches[index] = proposal.sketch.clone();
+        let fitted_command = match &proposal.feature {
+            sketch::Feature::Extrude(e) => Command::Extrude(e.clone()),
+            sketch::Feature::Revolve { .. } | sketch::Feature::Section { .. } => command.clone(),
+        };
+        report.evaluations += 1;
+        let Some(fitted_preview) = rebuild(session, &fitted_sketches, &fitted_command)? else {
+            report.dropped = Some("the kernel refused the fitted drawing".into());
+            continue;
+        };
         let fitted_ids = views::outline(&Scene::new(&fitted_preview.after, &fitted_preview.state), opts);
         let after = agreement(&fitted_ids, target);
         let size = ids.width;
@@ -329,6 +353,7 @@ pub fn fit_feature<E: From<BridgeError>>(
         report.moved = Some(moved);
         if moved.closer_by() >= MIN_MOVED_GAIN && after.cost() <= before.cost() {
             report.after = after;
+            report.dropped = None;
             describe_changes(&mut report, &sketches[index], &proposal.sketch, command, &fitted_command);
             return done(report, Some((fitted_sketches, fitted_command, fitted_preview)));
         }
@@ -337,8 +362,10 @@ pub fn fit_feature<E: From<BridgeError>>(
              ({} pixels changed; the whole picture {:.2} against {:.2} px)",
             moved.after_px, moved.before_px, moved.pixels, after.edge_px, before.edge_px
         ));
-    } else {
-        report.dropped = Some("the kernel refused the fitted drawing".into());
+    }
+    if report.evaluations == 0 {
+        // Nothing was built: the document holds the candidate as drawn.
+        return done(report, None);
     }
     // Back to the candidate as drawn.
     report.evaluations += 1;

@@ -18,6 +18,7 @@ use nalgebra::{Point3, Vector3};
 use views::{Camera, IdBuffers, NO_ENTITY};
 
 use super::dimensions::Existing;
+use super::regular::Regularised;
 use super::ties::Ties;
 use super::{EDGE_CAP, TargetPixels};
 
@@ -63,6 +64,12 @@ pub struct Proposal {
     pub after_px: f64,
     /// Samples the picture model counted.
     pub samples: usize,
+    /// What the fit made regular ([`super::regular`]): lines level or upright, circles and
+    /// arcs concentric.
+    pub regular: Regularised,
+    /// With a drawing made regular, the fit without it: the one to build where the regular
+    /// drawing is not taken.
+    pub free: Option<Box<Proposal>>,
 }
 
 /// The numbers the search moves: each distinct point of the drawing, each radius, and one
@@ -303,18 +310,33 @@ pub fn propose(
         Motion::Revolve { .. } => false,
     };
     let (best, after_px) = search(&numbers, &cost, &ties, reach, px_per_unit, fits_depth);
-    let mut fitted = sketch.clone();
-    apply(&mut fitted, &best, Some(on));
-    let feature = match feature {
-        Feature::Extrude(extrude) => {
-            let mut extrude = extrude.clone();
-            scale_depth(&mut extrude.extent, best.depth_scale);
-            Feature::Extrude(extrude)
-        }
-        Feature::Section { offset } => Feature::Section { offset: offset * best.depth_scale },
-        revolve => revolve.clone(),
+    let proposal = |best: &Numbers, after_px: f64, regular: Regularised| {
+        let mut fitted = sketch.clone();
+        apply(&mut fitted, best, Some(on));
+        let feature = match feature {
+            Feature::Extrude(extrude) => {
+                let mut extrude = extrude.clone();
+                scale_depth(&mut extrude.extent, best.depth_scale);
+                Feature::Extrude(extrude)
+            }
+            Feature::Section { offset } => Feature::Section { offset: offset * best.depth_scale },
+            revolve => revolve.clone(),
+        };
+        Proposal { sketch: fitted, feature, before_px, after_px, samples: samples.len(), regular, free: None }
     };
-    Some(Proposal { sketch: fitted, feature, before_px, after_px, samples: samples.len() })
+    let free = proposal(&best, after_px, Regularised::default());
+    // The drawing made regular where it is near it, searched again keeping it so.
+    if let Some(regular) = super::regular::find(&numbers, &best, &model.shapes, px_per_unit) {
+        let kept = ties.with_regular(&regular);
+        if let Some(start) = kept.settle(best.clone()) {
+            let (regular_best, regular_px) = search(&start, &cost, &kept, reach, px_per_unit, fits_depth);
+            if regular_px <= after_px + super::regular::SLACK_PX {
+                let made = regular.made();
+                return Some(Proposal { free: Some(Box::new(free)), ..proposal(&regular_best, regular_px, made) });
+            }
+        }
+    }
+    Some(free)
 }
 
 pub(super) fn is_construction(primitive: &Primitive) -> bool {

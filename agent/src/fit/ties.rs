@@ -234,6 +234,21 @@ impl Ties {
         Ties { rows, scale }
     }
 
+    /// These ties and the drawing made regular ([`super::regular`]): lines level or
+    /// upright, centres one.
+    pub(super) fn with_regular(&self, regular: &super::regular::Regular) -> Ties {
+        let centre = |c: super::regular::Centre| match c {
+            super::regular::Centre::Point(i) => Point::Number(i),
+            super::regular::Centre::Arc { a, m, b } => Point::ArcCentre { a, m, b },
+        };
+        let mut rows = self.rows.clone();
+        rows.extend(regular.square.iter().map(|&(a, b, axis)| Row::Square(Point::Number(a), Point::Number(b), axis)));
+        for &(x, y) in &regular.concentric {
+            rows.extend([Row::Same(centre(x), centre(y), 0), Row::Same(centre(x), centre(y), 1)]);
+        }
+        Ties { rows, scale: self.scale }
+    }
+
     fn residuals(&self, n: &Numbers) -> DVector<f64> {
         DVector::from_iterator(self.rows.len(), self.rows.iter().map(|r| r.value(n)))
     }

@@ -283,6 +283,57 @@ fn a_drawing_the_reader_constrained_square_is_fitted_square() {
     assert!((corners[1][0] - 20.0).abs() < 0.6 && (corners[2][0] - 20.0).abs() < 0.6, "{corners:?}");
 }
 
+/// The corners of a fitted rectangle's four lines, in drawing order.
+fn corners_of(sketch: &Sketch) -> Vec<[f64; 2]> {
+    sketch
+        .primitives
+        .iter()
+        .map(|p| match p {
+            Primitive::Line { start, .. } => *start,
+            _ => panic!("a line"),
+        })
+        .collect()
+}
+
+#[test]
+fn a_rectangle_drawn_skewed_is_fitted_square() {
+    // Each corner read a millimetre or two off (3 to 5 px), no constraint stated: the sides
+    // run up to 4 degrees off the axes. The target's lines are those of the square box.
+    let lines = drawn_box(TRUE, 10.0);
+    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+    let drawn = [[-21.0, -14.0], [19.2, -15.8], [21.0, 14.5], [-19.3, 16.0]];
+    let proposal = propose_box(drawn, 10.0, &Picture::of_box(drawn, 10.0), &target).expect("scored");
+    assert_eq!(proposal.regular.squared, 4, "{proposal:?}");
+    let corners = corners_of(&proposal.sketch);
+    for i in 0..4 {
+        let (a, b) = (corners[i], corners[(i + 1) % 4]);
+        let off_square = if i % 2 == 0 { b[1] - a[1] } else { b[0] - a[0] };
+        assert!(off_square.abs() < 1e-7, "side {i} is level or upright: {corners:?}");
+        assert!((a[0] - TRUE[i][0]).hypot(a[1] - TRUE[i][1]) < 0.6, "corner {i} on the target's: {corners:?}");
+    }
+}
+
+#[test]
+fn a_side_the_target_shows_slanted_is_not_squared() {
+    // The target's right side leans 5 degrees (2.6 mm over its 30 mm, 8 px at the top
+    // corner: within the squaring's reach): drawn as the target shows it, it stays slanted.
+    let lean = 30.0 * 5f64.to_radians().tan();
+    let slanted = [[-20.0, -15.0], [20.0, -15.0], [20.0 + lean, 15.0], [-20.0, 15.0]];
+    let lines = drawn_box(slanted, 10.0);
+    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+    let proposal = propose_box(slanted, 10.0, &Picture::of_box(slanted, 10.0), &target).expect("scored");
+    let corners = corners_of(&proposal.sketch);
+    assert!((corners[2][0] - (20.0 + lean)).abs() < 0.6, "the lean is kept: {corners:?}");
+    assert!(!proposal.regular.any(), "{proposal:?}");
+    // Drawn a little off (the top corner 1 mm left): back to the target's lean.
+    let mut drawn = slanted;
+    drawn[2][0] -= 1.0;
+    let proposal = propose_box(drawn, 10.0, &Picture::of_box(drawn, 10.0), &target).expect("scored");
+    let corners = corners_of(&proposal.sketch);
+    assert!((corners[2][0] - (20.0 + lean)).abs() < 0.6, "the lean is kept: {corners:?}");
+    assert!(!proposal.regular.any(), "{proposal:?}");
+}
+
 #[test]
 fn a_depth_read_short_is_lengthened() {
     let lines = drawn_box(TRUE, 12.0);
@@ -299,6 +350,7 @@ fn an_exact_drawing_gains_nothing_and_a_number_is_never_pulled_past_its_reach() 
     let exact = propose_box(TRUE, 10.0, &Picture::of_box(TRUE, 10.0), &target).expect("scored");
     assert!(!super::super::worth_building(exact.before_px, exact.after_px), "{exact:?}");
     assert!(exact.before_px < 1.0, "an exact drawing lies on the lines: {exact:?}");
+    assert!(!exact.regular.any(), "an exact drawing is square already: {exact:?}");
     // A corner 8 mm off (24 px, three times the reach): the target's line is out of reach,
     // so the corner is held where the model put it rather than pulled to the edge.
     let mut far = TRUE;

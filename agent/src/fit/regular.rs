@@ -1,0 +1,208 @@
+//! The drawing made regular where it is near regular: lines level or upright in the sketch's
+//! frame, circles and arcs about one centre.
+//!
+//! A reader reading corners by eye (or the simulated one, with 1% of the window's noise on
+//! each point) draws a rectangle as a skewed quadrilateral and a ring's two circles about two
+//! centres a millimetre apart. Where a face is small the target's lines hardly tell: a bar's
+//! 4 x 8 mm section was left 8 degrees off its axes at 0.49 px from the target's lines. Parts
+//! are drawn square and concentric far more often than a few degrees or a millimetre off, so
+//! the picture model's search ([`super::sketch::propose`]) tries the drawing made regular,
+//! searched again keeping it so (as ties: [`super::ties::Ties::with_regular`]), and takes it
+//! when the target's lines cannot tell it from the free fit ([`SLACK_PX`]). The rebuilt
+//! candidate is then tested like any other fit, and the free fit is built where the regular
+//! one is not taken.
+
+use freecad_bridge::geometry::circumcircle;
+use serde::{Deserialize, Serialize};
+
+use super::sketch::{Numbers, Shape};
+
+/// A line within this angle of the sketch's axes (degrees) is tried level or upright...
+pub const ANGLE_DEGREES: f64 = 20.0;
+/// ... and a line's ends, or two centres, this near (pixels of the outline) are tried square
+/// or one centre.
+pub const REACH_PX: f64 = 10.0;
+/// The regular drawing is taken when the picture model's cost is at most this much (pixels)
+/// above the free fit's.
+pub const SLACK_PX: f64 = 0.1;
+
+/// A centre of the drawing: a circle's or centre-form arc's (a number), or a three-point
+/// arc's (from its points).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Centre {
+    Point(usize),
+    Arc { a: usize, m: usize, b: usize },
+}
+
+impl Centre {
+    pub(super) fn at(self, n: &Numbers) -> Option<[f64; 2]> {
+        match self {
+            Centre::Point(c) => Some(n.points[c]),
+            Centre::Arc { a, m, b } => circumcircle(n.points[a], n.points[m], n.points[b]).map(|(c, _)| c),
+        }
+    }
+}
+
+/// What to make regular.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Regular {
+    /// Lines between points `a` and `b` made level (axis 0) or upright (1): `(a, b, axis)`.
+    pub(super) square: Vec<(usize, usize, usize)>,
+    /// Centres made one.
+    pub(super) concentric: Vec<(Centre, Centre)>,
+    /// How many of each the model drew off.
+    made: Regularised,
+}
+
+impl Regular {
+    pub(super) fn made(&self) -> Regularised {
+        self.made
+    }
+}
+
+/// What a fit made regular, for the report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Regularised {
+    /// Lines made level or upright.
+    pub squared: usize,
+    /// Pairs of centres made one.
+    pub concentric: usize,
+}
+
+impl Regularised {
+    pub fn any(&self) -> bool {
+        self.squared > 0 || self.concentric > 0
+    }
+}
+
+/// The fitted drawing `n`'s near-regular parts ([`ANGLE_DEGREES`], [`REACH_PX`]) over its
+/// `shapes` (construction geometry left out). `None` when the model drew every one of them
+/// regular (`drawn`): an exact drawing is left to the search alone, as before, whose
+/// sub-pixel moves are no reason to build anything.
+///
+/// A line is squared only where each line meeting it is near square the other way: a small
+/// hexagon's side, 30 degrees off level and drawn 18 off, was made level on a simulated
+/// reader's plate, while a rectangle's and a stepped profile's sides meet at right angles.
+/// A curve's end is no such corner (a rounded rectangle's sides are squared).
+pub(super) fn find(drawn: &Numbers, n: &Numbers, shapes: &[(usize, Shape)], px_per_unit: f64) -> Option<Regular> {
+    let scale = drawn.points.iter().flatten().fold(1.0f64, |m, v| m.max(v.abs()));
+    let tiny = 1e-9 * scale;
+    let reach = REACH_PX / px_per_unit;
+    let slope = ANGLE_DEGREES.to_radians().tan();
+    // Level (axis 0: the run along x, the rise across it) or upright, within the angle.
+    let near = |a: usize, b: usize, axis: usize| {
+        let (p, q) = (n.points[a], n.points[b]);
+        let (run, rise) = ((q[axis] - p[axis]).abs(), (q[1 - axis] - p[1 - axis]).abs());
+        (run > 0.0 && rise <= slope * run).then_some(rise)
+    };
+    let lines: Vec<(usize, usize)> = shapes
+        .iter()
+        .filter_map(|&(_, shape)| match shape {
+            Shape::Line { a, b } => Some((a, b)),
+            _ => None,
+        })
+        .collect();
+    let mut regular = Regular { square: Vec::new(), concentric: Vec::new(), made: Regularised::default() };
+    for (i, &(a, b)) in lines.iter().enumerate() {
+        for axis in 0..2 {
+            let Some(rise) = near(a, b, axis) else { continue };
+            let square_corners = lines.iter().enumerate().all(|(j, &(c, d))| {
+                let meets = j != i && [c, d].iter().any(|p| *p == a || *p == b);
+                !meets || near(c, d, 1 - axis).is_some()
+            });
+            if square_corners && rise <= reach {
+                regular.square.push((a, b, axis));
+                let (p, q) = (drawn.points[a], drawn.points[b]);
+                regular.made.squared += usize::from((q[1 - axis] - p[1 - axis]).abs() > tiny);
+            }
+        }
+    }
+    let centres: Vec<Centre> = shapes
+        .iter()
+        .map(|&(_, shape)| match shape {
+            Shape::Circle { c, .. } | Shape::CenterArc { c, .. } => Centre::Point(c),
+            Shape::Arc { a, m, b } => Centre::Arc { a, m, b },
+            Shape::Line { .. } => Centre::Point(usize::MAX),
+        })
+        .filter(|c| *c != Centre::Point(usize::MAX))
+        .collect();
+    let gap = |n: &Numbers, x: Centre, y: Centre| match (x.at(n), y.at(n)) {
+        (Some(p), Some(q)) => (p[0] - q[0]).hypot(p[1] - q[1]),
+        _ => f64::INFINITY,
+    };
+    for (i, &x) in centres.iter().enumerate() {
+        for &y in &centres[i + 1..] {
+            // One centre point already (two arcs of one circle, a circle and its arc).
+            if x == y || gap(n, x, y) > reach {
+                continue;
+            }
+            regular.concentric.push((x, y));
+            regular.made.concentric += usize::from(gap(drawn, x, y) > tiny);
+        }
+    }
+    regular.made.any().then_some(regular)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fit::sketch::numbers_of;
+    use freecad_bridge::command::{Primitive, Sketch};
+
+    const PX_PER_MM: f64 = 3.0;
+
+    fn lines(corners: &[[f64; 2]]) -> Sketch {
+        let k = corners.len();
+        Sketch {
+            name: "S1".into(),
+            on: "XY".into(),
+            primitives: (0..k)
+                .map(|i| Primitive::Line { start: corners[i], end: corners[(i + 1) % k], construction: false })
+                .collect(),
+            constraints: Vec::new(),
+            auto_coincident: true,
+        }
+    }
+
+    fn find_in(sketch: &Sketch) -> Option<Regular> {
+        let (n, shapes) = numbers_of(sketch);
+        find(&n, &n, &shapes, PX_PER_MM)
+    }
+
+    #[test]
+    fn only_sides_meeting_at_right_angles_are_squared() {
+        // A small hexagon, pointy side up (its slanted sides 30 degrees off level), its top
+        // corner read 1.3 mm low: the two top sides run 18 degrees off level, within the
+        // angle, but meet the upright sides at 108 degrees and each other at 144. The
+        // upright sides meet slanted ones: not squared either.
+        let mut corners: Vec<[f64; 2]> =
+            (0..6).map(|k| (90.0 + 60.0 * k as f64).to_radians()).map(|a| [6.0 * a.cos(), 6.0 * a.sin()]).collect();
+        corners[0][1] -= 1.3;
+        assert_eq!(find_in(&lines(&corners)), None);
+        // A skewed rectangle: each side, at both ends, meets one near square the other way.
+        let regular = find_in(&lines(&[[-21.0, -14.0], [19.2, -15.8], [21.0, 14.5], [-19.3, 16.0]])).expect("squared");
+        assert_eq!(regular.square, vec![(0, 1, 0), (1, 2, 1), (2, 3, 0), (3, 0, 1)]);
+        assert_eq!(regular.made(), Regularised { squared: 4, concentric: 0 });
+    }
+
+    #[test]
+    fn centres_a_few_pixels_apart_are_made_one_and_far_ones_are_not() {
+        // A ring's circles 1 mm apart (3 px), a hole 20 mm away, and an arc about the ring's
+        // centre, read 0.5 mm off.
+        let sketch: Sketch = serde_json::from_value(serde_json::json!({"name": "S1", "on": "XY", "primitives": [
+            {"type": "circle", "center": [0.0, 0.0], "radius": 10.0},
+            {"type": "circle", "center": [1.0, 0.0], "radius": 5.0},
+            {"type": "circle", "center": [20.0, 0.0], "radius": 2.0},
+            {"type": "arc", "start": [0.5, -14.0], "mid": [14.5, 0.0], "end": [0.5, 14.0]}]}))
+        .expect("a sketch");
+        let regular = find_in(&sketch).expect("concentric");
+        assert_eq!(regular.made(), Regularised { squared: 0, concentric: 3 });
+        assert!(regular.concentric.iter().all(|(x, y)| *x != Centre::Point(2) && *y != Centre::Point(2)));
+        // Drawn about one centre already: nothing to do.
+        let exact: Sketch = serde_json::from_value(serde_json::json!({"name": "S1", "on": "XY", "primitives": [
+            {"type": "circle", "center": [0.0, 0.0], "radius": 10.0},
+            {"type": "circle", "center": [0.0, 0.0], "radius": 5.0}]}))
+        .expect("a sketch");
+        assert_eq!(find_in(&exact), None);
+    }
+}
