@@ -58,7 +58,8 @@ pub struct Config {
     /// PGR: a sketch point this close to a projected vertex (view units) snaps to it.
     pub snap_tolerance: f64,
     /// The fit at END: every extrusion, revolve and loft of the finished program fitted to the
-    /// target's pixels (`fit/program.rs`; docs/method.md). On by default (`--no-fit`).
+    /// target's pixels (`fit/program.rs`; docs/method.md); with it, a revolve's profile is made
+    /// regular at its step (`fit/regular.rs`). On by default (`--no-fit`).
     pub fit: bool,
     /// Also fit each new sketch and its extrusion or revolve after Stage 2, before Stage 3
     /// (`fit/mod.rs`). Off by default: a later feature's lines (a fillet's) can pull an exact

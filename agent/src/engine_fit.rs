@@ -26,16 +26,22 @@ impl Engine<'_> {
     ) -> Result<(Command, Preview), LoopError> {
         // Taken for the fit and put back: the rebuilds below need the engine itself.
         self.fitted_from = None;
-        if !self.config.fit_steps {
-            return Ok((command, preview));
-        }
+        // Without `--fit-steps` the fit at END does the fitting; a revolve's profile is only
+        // made regular where it is near it, so the next step's faces are the part's: a
+        // flange's face drawn a hair off level is a cone, not the plane to sketch on.
+        let revolve = matches!(command, Command::Revolve(_));
+        let moves = match (self.config.fit_steps, self.config.fit && revolve) {
+            (true, _) => fit::sketch::Moves::Fit,
+            (false, true) => fit::sketch::Moves::Regular,
+            (false, false) => return Ok((command, preview)),
+        };
         let Some(target) = self.fit_target.take() else { return Ok((command, preview)) };
         let opts = self.options();
         let drawn = sketches.clone();
         let mut rebuild = |s: &mut Session, fitted: &[Sketch], c: &Command| -> Result<Option<Preview>, LoopError> {
             Ok(self.rebuild_candidate(s, switch, fitted, c, turn)?.ok())
         };
-        let fitted = fit::fit_feature(session, &drawn, &command, &preview, &target, &opts, &mut rebuild);
+        let fitted = fit::fit_feature(session, &drawn, &command, &preview, &target, &opts, moves, &mut rebuild);
         self.fit_target = Some(target);
         match fitted {
             Ok(Some((fitted, report))) => {

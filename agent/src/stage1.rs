@@ -76,6 +76,7 @@ impl Engine<'_> {
             .value("circle_px", format!("{:.0}", self.circle_px()))
             .value("px_per_mm", format!("{:.3}", self.circle_px() / self.sphere.radius))
             .value("axis_px_per_mm", axis_scales(self.config.direction, self.circle_px() / self.sphere.radius))
+            .value("circle_px_per_mm", circle_scales(self.config.direction, self.circle_px() / self.sphere.radius))
             .flag("moved", self.moved.iter().any(|d| d.abs() >= 5e-5))
             .flag("extent", target_extent.is_some())
             .value("target_extent", target_extent.unwrap_or_default())
@@ -172,6 +173,16 @@ pub(crate) fn axis_scales(direction: [f64; 3], px_per_mm: f64) -> String {
         .map(|(i, name)| format!("{name} is {:.3} px", px_per_mm * (1.0 - d[i] * d[i]).max(0.0).sqrt()))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// How a circle in a plane square to each model axis shows: an ellipse whose long axis is
+/// the face-on scale and whose short axis is foreshortened by the axis's share of the
+/// viewing direction (readers derived 1.905 px/mm for an isometric washer by hand).
+pub(crate) fn circle_scales(direction: [f64; 3], px_per_mm: f64) -> String {
+    let norm = direction.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let d = if norm > 0.0 { direction.map(|x| x / norm) } else { [0.0, 0.0, 0.0] };
+    let [x, y, z] = d.map(|c| px_per_mm * c.abs());
+    format!("{x:.3} px for a circle square to X, {y:.3} px to Y, {z:.3} px to Z")
 }
 
 fn fmt3(p: [f64; 3]) -> String {
@@ -443,5 +454,19 @@ mod tests {
         assert_eq!(axis_scales([1.0, -1.0, 1.0], 3.0), "X is 2.449 px, Y is 2.449 px, Z is 2.449 px");
         // From the top: X and Y face-on, Z seen end-on.
         assert_eq!(axis_scales([0.0, 0.0, 5.0], 2.0), "X is 2.000 px, Y is 2.000 px, Z is 0.000 px");
+    }
+
+    #[test]
+    fn a_circle_square_to_an_axis_is_an_ellipse_whose_short_axis_is_foreshortened() {
+        // Isometric: every such circle's short axis is 1/sqrt(3) = 0.577 of its long one.
+        assert_eq!(
+            circle_scales([1.0, -1.0, 1.0], 3.3),
+            "1.905 px for a circle square to X, 1.905 px to Y, 1.905 px to Z"
+        );
+        // From the top: a circle on XY is seen face-on, one on YZ or XZ edge-on.
+        assert_eq!(
+            circle_scales([0.0, 0.0, 5.0], 2.0),
+            "0.000 px for a circle square to X, 0.000 px to Y, 2.000 px to Z"
+        );
     }
 }

@@ -293,6 +293,9 @@ pub type Rebuild<'a, E> = dyn FnMut(&mut Session, &[Sketch], &Command) -> Result
 
 /// Fit a new extrusion (`command` on one of `sketches`, as executed, previewed as `preview`)
 /// to the target. `opts` frames the views on S_t. `rebuild` builds another drawing of it.
+/// With [`sketch::Moves::Regular`] the drawing is only made regular where it is near it
+/// (the step's fit when `--fit-steps` is off): taken when neither the picture model nor the
+/// rebuilt candidate agrees worse by more than [`regular::SLACK_PX`].
 pub fn fit_feature<E: From<BridgeError>>(
     session: &mut Session,
     sketches: &[Sketch],
@@ -300,6 +303,7 @@ pub fn fit_feature<E: From<BridgeError>>(
     preview: &Preview,
     target: &TargetPixels,
     opts: &Options,
+    moves: sketch::Moves,
     rebuild: &mut Rebuild<'_, E>,
 ) -> Result<Fitted, E> {
     let Some((index, feature)) = feature_of(sketches, command) else { return Ok(None) };
@@ -317,8 +321,17 @@ pub fn fit_feature<E: From<BridgeError>>(
         sketch::Render { ids: &ids, edges: &scene.edges },
         before.alignment(ids.width),
         target,
+        moves,
     ) else {
         return Ok(None);
+    };
+    let regular_only = moves == sketch::Moves::Regular;
+    let worth = |p: &sketch::Proposal| {
+        if regular_only {
+            p.after_px <= p.before_px + regular::SLACK_PX
+        } else {
+            worth_building(p.before_px, p.after_px)
+        }
     };
     let mut report = FitReport::unmoved(before, [proposal.before_px, proposal.after_px]);
     let done = |mut report: FitReport, fitted| {
@@ -331,8 +344,17 @@ pub fn fit_feature<E: From<BridgeError>>(
         report.model_px = [proposal.before_px, proposal.after_px];
         report.regular = proposal.regular;
         report.moved = None;
-        if !worth_building(proposal.before_px, proposal.after_px) {
-            report.dropped = Some(not_worth_building(proposal.before_px, proposal.after_px));
+        if !worth(&proposal) {
+            report.dropped = Some(if regular_only {
+                format!(
+                    "the drawing made regular agrees worse by more than {} px ({:.2} -> {:.2} px on the picture model)",
+                    regular::SLACK_PX,
+                    proposal.before_px,
+                    proposal.after_px
+                )
+            } else {
+                not_worth_building(proposal.before_px, proposal.after_px)
+            });
             continue;
         }
         let mut fitted_sketches = sketches.to_vec();
@@ -351,7 +373,12 @@ pub fn fit_feature<E: From<BridgeError>>(
         let size = ids.width;
         let moved = moved_edges((&ids, before.alignment(size)), (&fitted_ids, after.alignment(size)), target);
         report.moved = Some(moved);
-        if moved.closer_by() >= MIN_MOVED_GAIN && after.cost() <= before.cost() {
+        let kept = if regular_only {
+            after.cost() <= before.cost() + regular::SLACK_PX
+        } else {
+            moved.closer_by() >= MIN_MOVED_GAIN && after.cost() <= before.cost()
+        };
+        if kept {
             report.after = after;
             report.dropped = None;
             describe_changes(&mut report, &sketches[index], &proposal.sketch, command, &fitted_command);

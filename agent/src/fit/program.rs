@@ -237,6 +237,7 @@ pub fn fit_program(
             sketch::Render { ids: &before.ids, edges: &before.edge_lines },
             before.alignment(),
             target,
+            sketch::Moves::Fit,
         ) else {
             continue;
         };

@@ -76,9 +76,9 @@ impl Regularised {
 }
 
 /// The fitted drawing `n`'s near-regular parts ([`ANGLE_DEGREES`], [`REACH_PX`]) over its
-/// `shapes` (construction geometry left out). `None` when the model drew every one of them
-/// regular (`drawn`): an exact drawing is left to the search alone, as before, whose
-/// sub-pixel moves are no reason to build anything.
+/// `shapes` (construction geometry left out), those the model drew regular (`drawn`) too, so
+/// the search keeps them so (a step's drawing made regular is fitted again at END); `None`
+/// when there are none. [`Regular::made`] counts the ones the model drew off.
 ///
 /// A line is squared only where each line meeting it is near square the other way: a small
 /// hexagon's side, 30 degrees off level and drawn 18 off, was made level on a simulated
@@ -140,7 +140,7 @@ pub(super) fn find(drawn: &Numbers, n: &Numbers, shapes: &[(usize, Shape)], px_p
             regular.made.concentric += usize::from(gap(drawn, x, y) > tiny);
         }
     }
-    regular.made.any().then_some(regular)
+    (!regular.square.is_empty() || !regular.concentric.is_empty()).then_some(regular)
 }
 
 #[cfg(test)]

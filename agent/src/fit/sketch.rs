@@ -72,6 +72,17 @@ pub struct Proposal {
     pub free: Option<Box<Proposal>>,
 }
 
+/// What [`propose`] may do with a drawing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moves {
+    /// Move its numbers onto the target's lines, then try it made regular as well.
+    Fit,
+    /// Only make it regular where it is near it ([`super::regular`]), settled where it is
+    /// drawn: a step's candidate, whose target still shows features not built yet, so no
+    /// number is pulled onto a line.
+    Regular,
+}
+
 /// The numbers the search moves: each distinct point of the drawing, each radius, and one
 /// factor on the extrusion's depths.
 #[derive(Debug, Clone, PartialEq)]
@@ -256,6 +267,7 @@ pub fn propose(
     render: Render<'_>,
     align: super::Alignment,
     target: &TargetPixels,
+    moves: Moves,
 ) -> Option<Proposal> {
     let (numbers, all_shapes) = numbers_of(sketch);
     let ties = Ties::of(sketch, &all_shapes, &numbers, Some(on));
@@ -309,7 +321,6 @@ pub fn propose(
         Motion::Lift { offset } => offset.abs() > 0.0,
         Motion::Revolve { .. } => false,
     };
-    let (best, after_px) = search(&numbers, &cost, &ties, reach, px_per_unit, fits_depth);
     let proposal = |best: &Numbers, after_px: f64, regular: Regularised| {
         let mut fitted = sketch.clone();
         apply(&mut fitted, best, Some(on));
@@ -324,6 +335,14 @@ pub fn propose(
         };
         Proposal { sketch: fitted, feature, before_px, after_px, samples: samples.len(), regular, free: None }
     };
+    if moves == Moves::Regular {
+        // Settled where it is drawn: no number goes to a line.
+        let regular =
+            super::regular::find(&numbers, &numbers, &model.shapes, px_per_unit).filter(|r| r.made().any())?;
+        let settled = ties.with_regular(&regular).settle(numbers.clone())?;
+        return Some(proposal(&settled, cost(&settled), regular.made()));
+    }
+    let (best, after_px) = search(&numbers, &cost, &ties, reach, px_per_unit, fits_depth);
     let free = proposal(&best, after_px, Regularised::default());
     // The drawing made regular where it is near it, searched again keeping it so.
     if let Some(regular) = super::regular::find(&numbers, &best, &model.shapes, px_per_unit) {

@@ -169,7 +169,16 @@ fn a_sample_counts_only_on_its_own_edge_not_on_another_drawn_over_it() {
 fn propose_box(drawn: [[f64; 2]; 4], depth: f64, picture: &Picture, target: &TargetPixels) -> Option<Proposal> {
     let pad = Feature::Extrude(pad(depth));
     let render = picture.render();
-    propose(&rectangle("S1", drawn), &pad, on(&ModelState::empty(), &xy()), &camera(), render, still(), target)
+    propose(
+        &rectangle("S1", drawn),
+        &pad,
+        on(&ModelState::empty(), &xy()),
+        &camera(),
+        render,
+        still(),
+        target,
+        Moves::Fit,
+    )
 }
 
 pub(crate) fn ids_of(mask: &[bool]) -> IdBuffers {
@@ -264,6 +273,7 @@ fn a_drawing_the_reader_constrained_square_is_fitted_square() {
         picture.render(),
         still(),
         &target,
+        Moves::Fit,
     )
     .expect("scored");
     let corners: Vec<[f64; 2]> = proposal
@@ -311,6 +321,36 @@ fn a_rectangle_drawn_skewed_is_fitted_square() {
         assert!(off_square.abs() < 1e-7, "side {i} is level or upright: {corners:?}");
         assert!((a[0] - TRUE[i][0]).hypot(a[1] - TRUE[i][1]) < 0.6, "corner {i} on the target's: {corners:?}");
     }
+}
+
+#[test]
+fn a_steps_drawing_is_only_squared_where_it_is_drawn() {
+    // The step's candidate (Moves::Regular): the target's lines are the square box's, 1 to
+    // 2 mm from the drawing's corners, but no number goes to them: each side is settled
+    // square about where the model drew it (its ends' mean).
+    let lines = drawn_box(TRUE, 10.0);
+    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+    let drawn = [[-21.0, -14.0], [19.2, -15.8], [21.0, 14.5], [-19.3, 16.0]];
+    let picture = Picture::of_box(drawn, 10.0);
+    let pad = Feature::Extrude(pad(10.0));
+    let sketch = rectangle("S1", drawn);
+    let (state, frame) = (ModelState::empty(), xy());
+    let at = on(&state, &frame);
+    let proposal =
+        propose(&sketch, &pad, at, &camera(), picture.render(), still(), &target, Moves::Regular).expect("squared");
+    assert_eq!(proposal.regular.squared, 4);
+    let corners = corners_of(&proposal.sketch);
+    // The least-squares square nearest the drawing: each side at its two ends' mean.
+    let expected = [[-20.15, -14.9], [20.1, -14.9], [20.1, 15.25], [-20.15, 15.25]];
+    for (c, e) in corners.iter().zip(expected) {
+        assert!((c[0] - e[0]).abs() < 1e-6 && (c[1] - e[1]).abs() < 1e-6, "{corners:?}");
+    }
+    let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
+    assert_eq!(depth_of(&e.extent), Some(10.0), "the depth is not fitted");
+    // A square drawing: nothing to do.
+    let exact = rectangle("S1", TRUE);
+    let picture = Picture::of_box(TRUE, 10.0);
+    assert!(propose(&exact, &pad, at, &camera(), picture.render(), still(), &target, Moves::Regular).is_none());
 }
 
 #[test]
@@ -387,9 +427,17 @@ fn a_revolves_corner_circles_fix_its_radius() {
     let mut sketch = rectangle("S1", drawn);
     sketch.on = "XZ".into();
     let feature = Feature::Revolve { point: [0.0, 0.0], direction: [0.0, 1.0], angle: 360.0 };
-    let proposal =
-        propose(&sketch, &feature, on(&ModelState::empty(), &xz), &camera, disc(18.8).render(), still(), &target)
-            .expect("scored");
+    let proposal = propose(
+        &sketch,
+        &feature,
+        on(&ModelState::empty(), &xz),
+        &camera,
+        disc(18.8).render(),
+        still(),
+        &target,
+        Moves::Fit,
+    )
+    .expect("scored");
     let Primitive::Line { start, end, .. } = proposal.sketch.primitives[1] else { panic!("a line") };
     assert!((start[0] - 20.0).abs() < 0.6 && (end[0] - 20.0).abs() < 0.6, "{start:?} {end:?}");
 }
