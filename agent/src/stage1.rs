@@ -165,8 +165,7 @@ fn extent_text(mask: &[bool], size: u32) -> Option<String> {
 /// angle a to the picture's plane shows cos(a) of its length (relay readers worked out
 /// 0.816 for the isometric view by hand).
 pub(crate) fn axis_scales(direction: [f64; 3], px_per_mm: f64) -> String {
-    let norm = direction.iter().map(|x| x * x).sum::<f64>().sqrt();
-    let d = if norm > 0.0 { direction.map(|x| x / norm) } else { [0.0, 0.0, 0.0] };
+    let d = unit(direction);
     ["X", "Y", "Z"]
         .iter()
         .enumerate()
@@ -179,10 +178,14 @@ pub(crate) fn axis_scales(direction: [f64; 3], px_per_mm: f64) -> String {
 /// the face-on scale and whose short axis is foreshortened by the axis's share of the
 /// viewing direction (readers derived 1.905 px/mm for an isometric washer by hand).
 pub(crate) fn circle_scales(direction: [f64; 3], px_per_mm: f64) -> String {
-    let norm = direction.iter().map(|x| x * x).sum::<f64>().sqrt();
-    let d = if norm > 0.0 { direction.map(|x| x / norm) } else { [0.0, 0.0, 0.0] };
-    let [x, y, z] = d.map(|c| px_per_mm * c.abs());
+    let [x, y, z] = unit(direction).map(|c| px_per_mm * c.abs());
     format!("{x:.3} px for a circle square to X, {y:.3} px to Y, {z:.3} px to Z")
+}
+
+/// The viewing direction of unit length (zero stays zero).
+fn unit(direction: [f64; 3]) -> [f64; 3] {
+    let norm = direction.iter().map(|x| x * x).sum::<f64>().sqrt();
+    if norm > 0.0 { direction.map(|x| x / norm) } else { [0.0; 3] }
 }
 
 fn fmt3(p: [f64; 3]) -> String {

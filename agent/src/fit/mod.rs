@@ -313,7 +313,7 @@ pub fn fit_feature<E: From<BridgeError>>(
     let before = agreement(&ids, target);
     let camera = views::outline_camera(&scene, opts);
     let frame = session.plane_frame(&sketches[index].on)?;
-    let Some(mut proposal) = sketch::propose(
+    let Some(proposal) = sketch::propose(
         &sketches[index],
         &feature,
         dimensions::Existing { state: session.state(), frame: &frame },
@@ -339,8 +339,7 @@ pub fn fit_feature<E: From<BridgeError>>(
         Ok(Some((fitted, report)))
     };
     // The regular drawing first, then the free fit's where it is not taken.
-    let free = proposal.free.take();
-    for proposal in std::iter::once(proposal).chain(free.map(|f| *f)) {
+    for proposal in proposal.tries() {
         report.model_px = [proposal.before_px, proposal.after_px];
         report.regular = proposal.regular;
         report.moved = None;
@@ -376,7 +375,7 @@ pub fn fit_feature<E: From<BridgeError>>(
         let kept = if regular_only {
             after.cost() <= before.cost() + regular::SLACK_PX
         } else {
-            moved.closer_by() >= MIN_MOVED_GAIN && after.cost() <= before.cost()
+            moved.agrees_better(&before, &after)
         };
         if kept {
             report.after = after;
@@ -559,6 +558,13 @@ impl Moved {
     /// to tell.
     pub fn closer_by(&self) -> f64 {
         if self.pixels < MIN_MOVED_PIXELS { 0.0 } else { self.before_px - self.after_px }
+    }
+
+    /// Whether a rebuilt candidate whose edges moved so is kept: the moved edges lie
+    /// [`MIN_MOVED_GAIN`] closer to the target's lines, and the whole picture (`after`
+    /// against `before`) agrees no worse.
+    pub fn agrees_better(&self, before: &Agreement, after: &Agreement) -> bool {
+        self.closer_by() >= MIN_MOVED_GAIN && after.cost() <= before.cost()
     }
 }
 

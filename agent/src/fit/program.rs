@@ -21,9 +21,7 @@ use serde::{Deserialize, Serialize};
 use views::{IdBuffers, Options, Scene};
 
 use super::dimensions::Existing;
-use super::{
-    Agreement, FitReport, MIN_MOVED_GAIN, TargetPixels, agreement, describe_changes, feature_of, moved_edges, sketch,
-};
+use super::{Agreement, FitReport, TargetPixels, agreement, describe_changes, feature_of, moved_edges, sketch};
 use super::{thickness, wall};
 
 /// What the fit at END did to one feature.
@@ -183,7 +181,7 @@ pub fn fit_program(
         let before = &built.picture;
         let moved =
             moved_edges((&before.ids, before.alignment()), (&after.picture.ids, after.picture.alignment()), target);
-        let undone = moved.closer_by() >= MIN_MOVED_GAIN && after.picture.agreement.cost() <= before.agreement.cost();
+        let undone = moved.agrees_better(&before.agreement, &after.picture.agreement);
         done.features.push(FeatureFit {
             command: drawn.command,
             report: FitReport {
@@ -229,7 +227,7 @@ pub fn fit_program(
             },
         };
         let before = &built.picture;
-        let Some(mut proposal) = sketch::propose(
+        let Some(proposal) = sketch::propose(
             &drawn,
             &feature,
             Existing { state, frame: &frame },
@@ -244,70 +242,63 @@ pub fn fit_program(
         // The regular drawing first; where the program does not take it (a revolve's cone
         // made a plane renumbers the edges a later chamfer names) or it is dropped, the
         // free fit's.
-        let free = proposal.free.take();
         let mut report = FitReport::unmoved(before.agreement, [0.0, 0.0]);
         let mut kept = None;
-        for proposal in std::iter::once(proposal).chain(free.map(|f| *f)) {
+        for proposal in proposal.tries() {
             report.model_px = [proposal.before_px, proposal.after_px];
             report.regular = proposal.regular;
             report.dropped = None;
             report.moved = None;
             if !super::worth_building(proposal.before_px, proposal.after_px) {
                 report.dropped = Some(super::not_worth_building(proposal.before_px, proposal.after_px));
-            } else {
-                let mut candidate = current.clone();
-                candidate.commands[j] = Command::Sketch(proposal.sketch.clone());
-                let mut lift = None;
-                match &proposal.feature {
-                    sketch::Feature::Extrude(e) => candidate.commands[k] = Command::Extrude(e.clone()),
-                    sketch::Feature::Section { offset } => {
-                        if let Some((p, _)) = lifted
-                            && let Command::Plane(plane) = &mut candidate.commands[p]
-                        {
-                            if plane.offset != *offset {
-                                lift = Some(super::Change {
-                                    what: format!("{} offset", plane.name),
-                                    from: plane.offset,
-                                    to: *offset,
-                                });
-                            }
-                            plane.offset = *offset;
-                        }
-                    }
-                    sketch::Feature::Revolve { .. } => {}
-                }
-                report.evaluations += 1;
-                holds_current = false;
-                match done.build(session, &candidate, &view)? {
-                    Ok(after) => {
-                        let p = &after.picture;
-                        let moved = moved_edges((&before.ids, before.alignment()), (&p.ids, p.alignment()), target);
-                        report.moved = Some(moved);
-                        if moved.closer_by() >= MIN_MOVED_GAIN && p.agreement.cost() <= before.agreement.cost() {
-                            report.after = p.agreement;
-                            describe_changes(
-                                &mut report,
-                                &drawn,
-                                &proposal.sketch,
-                                &current.commands[k],
-                                &candidate.commands[k],
-                            );
-                            report.changes.extend(lift);
-                            kept = Some(after);
-                        } else {
-                            report.dropped = Some(format!(
-                                "in the rebuilt model the moved edges lie {:.2} px from the target's lines against {:.2} px \
-                                 before ({} pixels changed)",
-                                moved.after_px, moved.before_px, moved.pixels
-                            ));
-                        }
-                    }
-                    Err(e) => report.dropped = Some(format!("the program no longer builds with it: {}", e.error)),
-                }
+                continue;
             }
-            if kept.is_some() {
-                break;
+            let mut candidate = current.clone();
+            candidate.commands[j] = Command::Sketch(proposal.sketch.clone());
+            let mut lift = None;
+            match &proposal.feature {
+                sketch::Feature::Extrude(e) => candidate.commands[k] = Command::Extrude(e.clone()),
+                sketch::Feature::Section { offset } => {
+                    if let Some((p, _)) = lifted
+                        && let Command::Plane(plane) = &mut candidate.commands[p]
+                    {
+                        if plane.offset != *offset {
+                            lift = Some(super::Change {
+                                what: format!("{} offset", plane.name),
+                                from: plane.offset,
+                                to: *offset,
+                            });
+                        }
+                        plane.offset = *offset;
+                    }
+                }
+                sketch::Feature::Revolve { .. } => {}
             }
+            report.evaluations += 1;
+            holds_current = false;
+            let after = match done.build(session, &candidate, &view)? {
+                Ok(after) => after,
+                Err(e) => {
+                    report.dropped = Some(format!("the program no longer builds with it: {}", e.error));
+                    continue;
+                }
+            };
+            let p = &after.picture;
+            let moved = moved_edges((&before.ids, before.alignment()), (&p.ids, p.alignment()), target);
+            report.moved = Some(moved);
+            if !moved.agrees_better(&before.agreement, &p.agreement) {
+                report.dropped = Some(format!(
+                    "in the rebuilt model the moved edges lie {:.2} px from the target's lines against {:.2} px before \
+                     ({} pixels changed)",
+                    moved.after_px, moved.before_px, moved.pixels
+                ));
+                continue;
+            }
+            report.after = p.agreement;
+            describe_changes(&mut report, &drawn, &proposal.sketch, &current.commands[k], &candidate.commands[k]);
+            report.changes.extend(lift);
+            kept = Some(after);
+            break;
         }
         if let Some(after) = kept {
             current = after.solved.clone();

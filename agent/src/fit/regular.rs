@@ -119,12 +119,11 @@ pub(super) fn find(drawn: &Numbers, n: &Numbers, shapes: &[(usize, Shape)], px_p
     }
     let centres: Vec<Centre> = shapes
         .iter()
-        .map(|&(_, shape)| match shape {
-            Shape::Circle { c, .. } | Shape::CenterArc { c, .. } => Centre::Point(c),
-            Shape::Arc { a, m, b } => Centre::Arc { a, m, b },
-            Shape::Line { .. } => Centre::Point(usize::MAX),
+        .filter_map(|&(_, shape)| match shape {
+            Shape::Circle { c, .. } | Shape::CenterArc { c, .. } => Some(Centre::Point(c)),
+            Shape::Arc { a, m, b } => Some(Centre::Arc { a, m, b }),
+            Shape::Line { .. } => None,
         })
-        .filter(|c| *c != Centre::Point(usize::MAX))
         .collect();
     let gap = |n: &Numbers, x: Centre, y: Centre| match (x.at(n), y.at(n)) {
         (Some(p), Some(q)) => (p[0] - q[0]).hypot(p[1] - q[1]),

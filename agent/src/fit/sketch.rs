@@ -72,6 +72,15 @@ pub struct Proposal {
     pub free: Option<Box<Proposal>>,
 }
 
+impl Proposal {
+    /// The proposals to build in turn: this one, then the free fit where this is the
+    /// drawing made regular.
+    pub fn tries(mut self) -> impl Iterator<Item = Proposal> {
+        let free = self.free.take();
+        std::iter::once(self).chain(free.map(|f| *f))
+    }
+}
+
 /// What [`propose`] may do with a drawing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Moves {
