@@ -57,7 +57,7 @@ pub struct Config {
     pub part_radius: f64,
     /// PGR: a sketch point this close to a projected vertex (view units) snaps to it.
     pub snap_tolerance: f64,
-    /// The fit at END: every extrusion, revolve and loft of the finished program fitted to the
+    /// The fit at END: every extrusion, revolve, sweep and loft of the finished program fitted to the
     /// target's pixels (`fit/program.rs`; docs/method.md); with it, a revolve's profile is made
     /// regular at its step (`fit/regular.rs`). On by default (`--no-fit`).
     pub fit: bool,

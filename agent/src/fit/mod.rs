@@ -29,6 +29,7 @@ pub mod dimensions;
 pub mod program;
 pub mod regular;
 pub mod sketch;
+pub mod sweep;
 pub mod thickness;
 mod ties;
 pub mod wall;
@@ -339,7 +340,9 @@ pub fn fit_feature<E: From<BridgeError>>(
         Ok(Some((fitted, report)))
     };
     // The regular drawing first, then the free fit's where it is not taken.
+    let mut dropped = Vec::new();
     for proposal in proposal.tries() {
+        dropped.extend(report.dropped.take());
         report.model_px = [proposal.before_px, proposal.after_px];
         report.regular = proposal.regular;
         report.moved = None;
@@ -360,7 +363,9 @@ pub fn fit_feature<E: From<BridgeError>>(
         fitted_sketches[index] = proposal.sketch.clone();
         let fitted_command = match &proposal.feature {
             sketch::Feature::Extrude(e) => Command::Extrude(e.clone()),
-            sketch::Feature::Revolve { .. } | sketch::Feature::Section { .. } => command.clone(),
+            sketch::Feature::Revolve { .. } | sketch::Feature::Section { .. } | sketch::Feature::Sweep(_) => {
+                command.clone()
+            }
         };
         report.evaluations += 1;
         let Some(fitted_preview) = rebuild(session, &fitted_sketches, &fitted_command)? else {
@@ -389,6 +394,7 @@ pub fn fit_feature<E: From<BridgeError>>(
             moved.after_px, moved.before_px, moved.pixels, after.edge_px, before.edge_px
         ));
     }
+    report.dropped = report.dropped.take().map(|last| in_turn(dropped, last));
     if report.evaluations == 0 {
         // Nothing was built: the document holds the candidate as drawn.
         return done(report, None);
@@ -405,6 +411,18 @@ pub fn fit_feature<E: From<BridgeError>>(
         .into());
     }
     done(report, None)
+}
+
+/// Why each proposal tried was dropped, in turn (the drawing made regular, then the free
+/// fit), the last `last`: the trace keeps every reason, not only the free fit's.
+pub(crate) fn in_turn(mut earlier: Vec<String>, last: String) -> String {
+    match earlier.len() {
+        0 => last,
+        _ => {
+            earlier.push(last);
+            format!("made regular: {}", earlier.join("; then the free fit: "))
+        }
+    }
 }
 
 /// The new sketch `command` is drawn on (its index in `sketches`) and what carries it: an

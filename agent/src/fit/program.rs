@@ -5,8 +5,8 @@
 //! later feature can change what is drawn near an earlier one's edges: a fillet turns the
 //! sharp inside corner of an L into two tangent lines, and the corner's own fit pulled it
 //! onto one of them. At END the model has every feature, its picture shows what the target
-//! shows, and each feature in program order (a sketch and the extrusion or revolve on it, or
-//! each section of a loft, with the offset of the plane it lies on: the loft's height) is
+//! shows, and each feature in program order (a sketch and the extrusion, revolve or sweep on
+//! it, or each section of a loft, with the offset of the plane it lies on: the loft's height) is
 //! fitted as a step's is ([`super::sketch::propose`]), with the finished model's render
 //! deciding which of its edges count. A proposal is rebuilt as the whole program (every
 //! later feature and tie on top of it, so PGR's ties and the sketches placed on its faces
@@ -15,6 +15,7 @@
 
 use std::time::Instant;
 
+use freecad_bridge::command::SweepPath;
 use freecad_bridge::state::{EdgeKind, Frame, ModelState, Point3};
 use freecad_bridge::{BridgeError, Command, Program, Session, StepError};
 use serde::{Deserialize, Serialize};
@@ -144,7 +145,7 @@ fn picture(session: &mut Session, view: &View<'_>) -> Result<Picture, BridgeErro
     Ok(Picture { agreement, camera, ids, edges, edge_lines: scene.edges })
 }
 
-/// Fit every extrusion, revolve and loft of `program` (as solved) to the target, in program order.
+/// Fit every extrusion, revolve, sweep and loft of `program` (as solved) to the target, in program order.
 /// Returns the program to keep (as solved) and what was done; the session then holds that
 /// program's document, built from the start in a new worker. A program that does not
 /// rebuild is an error.
@@ -221,6 +222,23 @@ pub fn fit_program(
         let lifted = lifting_plane(&current.commands[..j], &drawn.on);
         let feature = match &current.commands[k] {
             Command::Loft(_) => sketch::Feature::Section { offset: lifted.map_or(0.0, |(_, offset)| offset) },
+            Command::Sweep(sweep) => {
+                let SweepPath::Sketch(path) = &sweep.path else { continue };
+                let Some(p) =
+                    current.commands[..k].iter().rposition(|c| matches!(c, Command::Sketch(s) if &s.name == path))
+                else {
+                    continue;
+                };
+                let (Command::Sketch(path), Some(path_frame)) = (&current.commands[p], built.frames[p]) else {
+                    continue;
+                };
+                let carry = super::sweep::profile_anchor(&drawn, &frame)
+                    .and_then(|at| super::sweep::carry(path, &path_frame, at));
+                match carry {
+                    Some(carry) => sketch::Feature::Sweep(carry),
+                    None => continue,
+                }
+            }
             command => match feature_of(&sketches, command) {
                 Some((_, feature)) => feature,
                 None => continue,
@@ -244,10 +262,11 @@ pub fn fit_program(
         // free fit's.
         let mut report = FitReport::unmoved(before.agreement, [0.0, 0.0]);
         let mut kept = None;
+        let mut dropped = Vec::new();
         for proposal in proposal.tries() {
+            dropped.extend(report.dropped.take());
             report.model_px = [proposal.before_px, proposal.after_px];
             report.regular = proposal.regular;
-            report.dropped = None;
             report.moved = None;
             if !super::worth_building(proposal.before_px, proposal.after_px) {
                 report.dropped = Some(super::not_worth_building(proposal.before_px, proposal.after_px));
@@ -272,7 +291,7 @@ pub fn fit_program(
                         plane.offset = *offset;
                     }
                 }
-                sketch::Feature::Revolve { .. } => {}
+                sketch::Feature::Revolve { .. } | sketch::Feature::Sweep(_) => {}
             }
             report.evaluations += 1;
             holds_current = false;
@@ -300,6 +319,7 @@ pub fn fit_program(
             kept = Some(after);
             break;
         }
+        report.dropped = report.dropped.take().map(|last| super::in_turn(dropped, last));
         if let Some(after) = kept {
             current = after.solved.clone();
             built = after;
@@ -487,13 +507,14 @@ fn fit_walls(
 }
 
 /// The indices of the sketches a feature is drawn from, when the feature is one the fit
-/// moves: an extrusion's or a revolve's profile, a loft's sections. Each is the latest
+/// moves: an extrusion's, a revolve's or a sweep's profile, a loft's sections. Each is the latest
 /// sketch of its name among `before`.
 fn profile_indices(before: &[Command], command: &Command) -> Vec<usize> {
     let profiles: Vec<&String> = match command {
         Command::Extrude(e) => vec![&e.profile],
         Command::Revolve(r) => vec![&r.profile],
         Command::Loft(l) => l.profiles.iter().collect(),
+        Command::Sweep(s) => vec![&s.profile],
         _ => Vec::new(),
     };
     profiles

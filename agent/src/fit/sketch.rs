@@ -19,6 +19,7 @@ use views::{Camera, IdBuffers, NO_ENTITY};
 
 use super::dimensions::Existing;
 use super::regular::Regularised;
+use super::sweep::Carry;
 use super::ties::Ties;
 use super::{EDGE_CAP, TargetPixels};
 
@@ -130,6 +131,9 @@ enum Motion {
     /// About an axis in the sketch plane (a point and a direction, sketch coordinates); a
     /// place is an angle in radians.
     Revolve { point: [f64; 2], direction: [f64; 2] },
+    /// Along a sweep's path: place 0 is the profile as drawn, any other its copy at the
+    /// path's far end.
+    Sweep(Carry),
 }
 
 /// A counted sample and the direction its edge runs on the picture
@@ -192,6 +196,8 @@ impl Model<'_> {
                 let (sin, cos) = place.sin_cos();
                 origin + rel * cos + axis.cross(&rel) * sin + axis * axis.dot(&rel) * (1.0 - cos)
             }
+            Motion::Sweep(_) if place == 0.0 => p,
+            Motion::Sweep(carry) => carry.carried(p)?,
         };
         Some(q)
     }
@@ -262,6 +268,8 @@ pub enum Feature {
     Section {
         offset: f64,
     },
+    /// A sweep's profile, carried along its path ([`super::sweep`]); the path is not fitted.
+    Sweep(Carry),
 }
 
 /// Fit `sketch` (as executed, drawn on `on`: the model it was drawn on and its frame) and, for an extrusion, its depth, to the target,
@@ -290,6 +298,8 @@ pub fn propose(
             (Motion::Extrude { depth: depth_of(&extrude.extent).unwrap_or(0.0) }, copies, spans)
         }
         Feature::Section { offset } => (Motion::Lift { offset: *offset }, vec![0.0], Vec::new()),
+        // The profile and its copy at the far end; the edges along the path are not modelled.
+        Feature::Sweep(carry) => (Motion::Sweep(*carry), vec![0.0, 1.0], Vec::new()),
         Feature::Revolve { point, direction, angle } => {
             let a = angle.to_radians();
             let motion = Motion::Revolve { point: *point, direction: *direction };
@@ -328,8 +338,14 @@ pub fn propose(
                 && depth_on_picture(&model, &numbers, depth) >= super::thickness::MIN_FITTED_DEPTH_PX
         }
         Motion::Lift { offset } => offset.abs() > 0.0,
-        Motion::Revolve { .. } => false,
+        Motion::Revolve { .. } | Motion::Sweep(_) => false,
     };
+    // A sweep's path places its profile (about the path's start: below) and is not fitted:
+    // a profile point moved moves the whole swept body off its path, whose sides the
+    // picture model does not draw, so only a sweep's sizes (a pipe's radii) are read off its
+    // far end. An exact pipe's far end, 120 px from the picture's centre, lies a pixel or two
+    // off the target's under the alignment's scale, and its profile was moved there.
+    let moving = Moving { points: !matches!(motion, Motion::Sweep(_)), depth: fits_depth };
     let proposal = |best: &Numbers, after_px: f64, regular: Regularised| {
         let mut fitted = sketch.clone();
         apply(&mut fitted, best, Some(on));
@@ -351,13 +367,23 @@ pub fn propose(
         let settled = ties.with_regular(&regular).settle(numbers.clone())?;
         return Some(proposal(&settled, cost(&settled), regular.made()));
     }
-    let (best, after_px) = search(&numbers, &cost, &ties, reach, px_per_unit, fits_depth);
-    let free = proposal(&best, after_px, Regularised::default());
+    // A sweep's circles about its path's start put on it first ([`super::sweep::onto_path`]).
+    let on_path = match feature {
+        Feature::Sweep(carry) => {
+            let near = super::regular::REACH_PX / px_per_unit;
+            super::sweep::onto_path(&numbers, &model.shapes, on.frame, carry, near)
+                .and_then(|(n, moved)| Some((ties.settle(n)?, moved)))
+        }
+        _ => None,
+    };
+    let (start, concentric) = on_path.unwrap_or_else(|| (numbers.clone(), 0));
+    let (best, after_px) = search(&start, &cost, &ties, reach, px_per_unit, moving);
+    let free = proposal(&best, after_px, Regularised { squared: 0, concentric });
     // The drawing made regular where it is near it, searched again keeping it so.
     if let Some(regular) = super::regular::find(&numbers, &best, &model.shapes, px_per_unit) {
         let kept = ties.with_regular(&regular);
         if let Some(start) = kept.settle(best.clone()) {
-            let (regular_best, regular_px) = search(&start, &cost, &kept, reach, px_per_unit, fits_depth);
+            let (regular_best, regular_px) = search(&start, &cost, &kept, reach, px_per_unit, moving);
             if regular_px <= after_px + super::regular::SLACK_PX {
                 let made = regular.made();
                 return Some(Proposal { free: Some(Box::new(free)), ..proposal(&regular_best, regular_px, made) });
@@ -403,6 +429,13 @@ fn pixels_per_unit(camera: &Camera) -> f64 {
     }
 }
 
+/// Which of the drawing's numbers the search moves besides its radii.
+#[derive(Debug, Clone, Copy)]
+struct Moving {
+    points: bool,
+    depth: bool,
+}
+
 /// One number the search moves: a point's coordinate, a radius, or the depth factor.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Coordinate {
@@ -445,12 +478,14 @@ fn search(
     ties: &Ties,
     reach: f64,
     px_per_unit: f64,
-    depth: bool,
+    moves: Moving,
 ) -> (Numbers, f64) {
     let mut coordinates: Vec<Coordinate> = Vec::new();
-    coordinates.extend((0..start.points.len()).flat_map(|i| [Coordinate::Point(i, 0), Coordinate::Point(i, 1)]));
+    if moves.points {
+        coordinates.extend((0..start.points.len()).flat_map(|i| [Coordinate::Point(i, 0), Coordinate::Point(i, 1)]));
+    }
     coordinates.extend((0..start.radii.len()).map(Coordinate::Radius));
-    if depth {
+    if moves.depth {
         coordinates.push(Coordinate::Depth);
     }
     // Bounds, and the size of one pixel's move.

@@ -80,7 +80,7 @@ pub struct ReconstructArgs {
     #[arg(long)]
     pub no_evf: bool,
     /// No fit: the program keeps the model's numbers as drawn (by default the harness fits
-    /// every extrusion, revolve and loft to the target's pixels at END, and squares a
+    /// every extrusion, revolve, sweep and loft to the target's pixels at END, and squares a
     /// revolve's profile drawn a hair off square at its step; docs/method.md).
     #[arg(long)]
     pub no_fit: bool,

@@ -441,3 +441,49 @@ fn a_revolves_corner_circles_fix_its_radius() {
     let Primitive::Line { start, end, .. } = proposal.sketch.primitives[1] else { panic!("a line") };
     assert!((start[0] - 20.0).abs() < 0.6 && (end[0] - 20.0).abs() < 0.6, "{start:?} {end:?}");
 }
+
+#[test]
+fn a_bent_pipes_bore_is_read_off_its_far_end() {
+    // A pipe up 50 along Z from the origin, a quarter turn of radius 18 towards +X, then 13
+    // along X: its far end, at (31, 0, 68), faces +X. The bore is drawn on XY at the start
+    // (hidden under the pipe), radius 3.5 where the target's far end shows 2.5, and about a
+    // centre 1 mm off the path.
+    let xz = Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 0.0, 1.0], normal: [0.0, -1.0, 0.0] };
+    let path: Sketch = serde_json::from_value(serde_json::json!({"name": "S2", "on": "XZ", "primitives": [
+        {"type": "line", "start": [0.0, 0.0], "end": [0.0, 50.0]},
+        {"type": "center_arc", "center": [18.0, 50.0], "radius": 18.0, "start_angle": 90.0, "end_angle": 180.0},
+        {"type": "line", "start": [18.0, 68.0], "end": [31.0, 68.0]}]}))
+    .expect("a path");
+    let carry = crate::fit::sweep::carry(&path, &xz, [0.0; 3]).expect("an open path");
+    // The far end's circle of radius `r`, about the path's end.
+    let far_end = |r: f64| {
+        (0..=720)
+            .map(|k| {
+                let a = std::f64::consts::TAU * k as f64 / 720.0;
+                Point3::new(31.0, r * a.cos(), 68.0 + r * a.sin())
+            })
+            .collect::<Vec<_>>()
+    };
+    let lines =
+        Picture::of(vec![far_end(6.0), far_end(2.5)]).ids.edge.iter().map(|&e| e != NO_ENTITY).collect::<Vec<_>>();
+    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+    let bore: Sketch = serde_json::from_value(serde_json::json!({"name": "S3", "on": "XY", "primitives": [
+        {"type": "circle", "center": [0.8, -0.6], "radius": 3.5}]}))
+    .expect("a sketch");
+    let proposal = propose(
+        &bore,
+        &Feature::Sweep(carry),
+        on(&ModelState::empty(), &xy()),
+        &camera(),
+        Picture::of(vec![far_end(6.0), far_end(3.5)]).render(),
+        still(),
+        &target,
+        Moves::Fit,
+    )
+    .expect("the far end is scored");
+    let Primitive::Circle { center, radius, .. } = proposal.sketch.primitives[0] else { panic!("a circle") };
+    assert!((radius - 2.5).abs() < 0.2, "radius {radius}");
+    assert_eq!(center, [0.0, 0.0], "the bore's centre put on the path's start");
+    assert_eq!(proposal.regular, Regularised { squared: 0, concentric: 1 });
+    assert!(proposal.after_px < 0.5 && proposal.before_px > 1.5, "{} -> {} px", proposal.before_px, proposal.after_px);
+}
