@@ -161,15 +161,40 @@ fn extent_text(mask: &[bool], size: u32) -> Option<String> {
 }
 
 /// How long 1 mm along each model axis looks from `direction`, in pixels, at `px_per_mm`
-/// face-on: `X 2.694 px, Y 2.694 px, Z 2.694 px`. The views are orthographic, so an axis at
-/// angle a to the picture's plane shows cos(a) of its length (relay readers worked out
-/// 0.816 for the isometric view by hand).
+/// face-on, and which way it runs on the picture: `X is 2.449 px (2.121 right, 1.225 down)`.
+/// The views are orthographic, so an axis at angle a to the picture's plane shows cos(a) of
+/// its length (relay readers worked out 0.816 for the isometric view by hand, and each
+/// axis's direction on the picture from the axis icon).
 pub(crate) fn axis_scales(direction: [f64; 3], px_per_mm: f64) -> String {
+    // The views' own camera: which way is right and up on the picture.
+    let camera = views::Camera::framing(
+        nalgebra::Point3::origin(),
+        1.0,
+        nalgebra::Vector3::from(direction),
+        false,
+        100,
+        100,
+        1.0,
+    );
+    let on_picture = |v: f64, ahead: &str, back: &str| {
+        let v = px_per_mm * v;
+        // -0.000 reads as a direction: a length seen end-on has none.
+        let v = if v.abs() < 5e-4 { 0.0 } else { v };
+        format!("{:.3} {}", v.abs(), if v < 0.0 { back } else { ahead })
+    };
     let d = unit(direction);
     ["X", "Y", "Z"]
         .iter()
         .enumerate()
-        .map(|(i, name)| format!("{name} is {:.3} px", px_per_mm * (1.0 - d[i] * d[i]).max(0.0).sqrt()))
+        .map(|(i, name)| {
+            let length = px_per_mm * (1.0 - d[i] * d[i]).max(0.0).sqrt();
+            let (right, up) = (camera.right[i], camera.up[i]);
+            format!(
+                "{name} is {length:.3} px ({}, {})",
+                on_picture(right, "right", "left"),
+                on_picture(-up, "down", "up")
+            )
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -454,9 +479,18 @@ mod tests {
     #[test]
     fn axis_scales_foreshorten_by_the_viewing_angle() {
         // Isometric: every axis at the same angle, sqrt(2/3) = 0.816 of its length.
-        assert_eq!(axis_scales([1.0, -1.0, 1.0], 3.0), "X is 2.449 px, Y is 2.449 px, Z is 2.449 px");
-        // From the top: X and Y face-on, Z seen end-on.
-        assert_eq!(axis_scales([0.0, 0.0, 5.0], 2.0), "X is 2.000 px, Y is 2.000 px, Z is 0.000 px");
+        // X runs down to the right, Y up to the right, Z straight up (the axis icon's).
+        assert_eq!(
+            axis_scales([1.0, -1.0, 1.0], 3.0),
+            "X is 2.449 px (2.121 right, 1.225 down), Y is 2.449 px (2.121 right, 1.225 up), \
+             Z is 2.449 px (0.000 right, 2.449 up)"
+        );
+        // From the top: X and Y face-on (X to the right, Y up), Z seen end-on.
+        assert_eq!(
+            axis_scales([0.0, 0.0, 5.0], 2.0),
+            "X is 2.000 px (2.000 right, 0.000 down), Y is 2.000 px (0.000 right, 2.000 up), \
+             Z is 0.000 px (0.000 right, 0.000 down)"
+        );
     }
 
     #[test]
