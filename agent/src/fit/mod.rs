@@ -28,6 +28,7 @@
 pub mod dimensions;
 pub mod program;
 pub mod regular;
+pub mod rename;
 pub mod sketch;
 pub mod sweep;
 pub mod thickness;

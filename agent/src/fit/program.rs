@@ -23,7 +23,7 @@ use views::{IdBuffers, Options, Scene};
 
 use super::dimensions::Existing;
 use super::{Agreement, FitReport, TargetPixels, agreement, describe_changes, feature_of, moved_edges, sketch};
-use super::{thickness, wall};
+use super::{rename, thickness, wall};
 
 /// What the fit at END did to one feature.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,6 +57,10 @@ pub struct ProgramFit {
     pub features: Vec<FeatureFit>,
     /// Whole-program rebuilds.
     pub rebuilds: usize,
+    /// Commands whose named entities a rebuild carried over to the same entities numbered
+    /// otherwise ([`rename`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub renamed: usize,
     pub seconds: f64,
 }
 
@@ -69,10 +73,14 @@ impl ProgramFit {
     /// replay of it is in any process (a worker that built other shapes first may split
     /// faces otherwise, and a sketch's face would be another): the program as solved, each
     /// sketch's frame and the finished model's picture; or the command that failed. Counted.
+    /// `like`: the build `program` was made from by moving one feature's numbers; each
+    /// entity a later command names is carried over to the same entity in this build where
+    /// the move renumbered it ([`rename`]).
     fn build(
         &mut self,
         session: &mut Session,
         program: &Program,
+        like: Option<&Build>,
         view: &View<'_>,
     ) -> Result<Result<Build, StepError>, BridgeError> {
         session.fresh_start()?;
@@ -81,7 +89,18 @@ impl ProgramFit {
         let mut frames = Vec::with_capacity(program.commands.len());
         let mut states = Vec::with_capacity(program.commands.len());
         for (index, command) in program.commands.iter().enumerate() {
-            states.push(matches!(command, Command::Sketch(_)).then(|| session.state().clone()));
+            let named = !command.references().is_empty();
+            states.push((matches!(command, Command::Sketch(_)) || named).then(|| session.state().clone()));
+            let renamed = like.filter(|_| named).and_then(|like| like.states.get(index)?.as_ref()).and_then(|old| {
+                // A tenth of the model's size: further than any number of the fit moves a face.
+                let reach = 0.1 * old.bbox.map_or(f64::INFINITY, |b| b.diagonal());
+                rename::carried_over(command, old, session.state(), reach)
+            });
+            if let Some(renamed) = &renamed {
+                self.renamed += 1;
+                tracing::debug!("the fit at END: {} carried over to {}", command.op(), serde_json::json!(renamed));
+            }
+            let command = renamed.as_ref().unwrap_or(command);
             match session.execute(command) {
                 Ok(executed) => {
                     solved.commands.push(command.as_solved(&executed));
@@ -93,6 +112,10 @@ impl ProgramFit {
         let picture = picture(session, view)?;
         Ok(Ok(Build { solved, frames, states, picture }))
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The target and how the finished model is seen.
@@ -107,7 +130,8 @@ struct Build {
     solved: Program,
     /// The frame of each command's sketch (or plane), by the command's index.
     frames: Vec<Option<Frame>>,
-    /// The model each sketch was drawn on, by the command's index (the entities its ties name).
+    /// The model each sketch was drawn on, and each command that names entities ran on, by
+    /// the command's index (the entities its ties name).
     states: Vec<Option<ModelState>>,
     picture: Picture,
 }
@@ -160,9 +184,9 @@ pub fn fit_program(
     let started = Instant::now();
     let view = View { target, opts, deflection };
     let mut current = program.clone();
-    let mut done = ProgramFit { features: Vec::new(), rebuilds: 0, seconds: 0.0 };
+    let mut done = ProgramFit { features: Vec::new(), rebuilds: 0, renamed: 0, seconds: 0.0 };
     // The current program's build, and whether the session still holds it.
-    let mut built = done.build(session, &current, &view)?.map_err(|e| e.error)?;
+    let mut built = done.build(session, &current, None, &view)?.map_err(|e| e.error)?;
     let mut holds_current = true;
     // First the steps' own fits, judged again against the whole target.
     for drawn in as_drawn {
@@ -175,7 +199,7 @@ pub fn fit_program(
         let mut candidate = current.clone();
         candidate.commands[drawn.sketch] = drawn.drawn.0.clone();
         candidate.commands[drawn.command] = drawn.drawn.1.clone();
-        let Ok(after) = done.build(session, &candidate, &view)? else {
+        let Ok(after) = done.build(session, &candidate, Some(&built), &view)? else {
             holds_current = false;
             continue;
         };
@@ -295,7 +319,7 @@ pub fn fit_program(
             }
             report.evaluations += 1;
             holds_current = false;
-            let after = match done.build(session, &candidate, &view)? {
+            let after = match done.build(session, &candidate, Some(&built), &view)? {
                 Ok(after) => after,
                 Err(e) => {
                     report.dropped = Some(format!("the program no longer builds with it: {}", e.error));
@@ -364,7 +388,7 @@ pub fn fit_program(
             }
             report.evaluations += 1;
             holds_current = false;
-            match done.build(session, &candidate, &view)? {
+            match done.build(session, &candidate, Some(&built), &view)? {
                 Ok(after) => {
                     report.after = after.picture.agreement;
                     describe_changes(&mut report, sketch, sketch, &current.commands[k], &candidate.commands[k]);
@@ -406,7 +430,7 @@ pub fn fit_program(
     // The session holds the program that is kept: the one given, to the bit, when nothing
     // moved (a rebuild solves its sketches again, to about 1e-12 of where they were).
     if !holds_current {
-        done.build(session, &current, &view)?.map_err(|e| e.error)?;
+        done.build(session, &current, None, &view)?.map_err(|e| e.error)?;
     }
     done.seconds = started.elapsed().as_secs_f64();
     let changed = current != *program;
@@ -464,7 +488,7 @@ fn fit_walls(
     let mut candidate = current.clone();
     candidate.commands[j] = Command::Sketch(fitted);
     report.evaluations += 1;
-    let after = match done.build(session, &candidate, view)? {
+    let after = match done.build(session, &candidate, Some(built), view)? {
         Ok(after) => after,
         Err(e) => {
             report.dropped = Some(format!("the program no longer builds with it: {}", e.error));
