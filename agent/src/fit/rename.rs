@@ -5,9 +5,10 @@
 //! renumbered the circle a later sketch is tied to (E9 became a line), and the fit was
 //! dropped because the program no longer built. The fit changes numbers, never what a
 //! command refers to, so a reference is carried over to the entity that is the same one in
-//! the rebuilt model: of the same kind, facing the same way, nearest to where the old one
-//! was. Where none is, the reference stays as written (and the program fails as it would
-//! have).
+//! the rebuilt model ([`same_entity`]: the old one unchanged under another number, else the
+//! name itself while it still names one of its kind nearby, else the clearly nearest of its
+//! kind facing the same way). Where none is, the reference stays as written (and the
+//! program fails as it would have).
 
 use freecad_bridge::Command;
 use freecad_bridge::command::{EntityId, EntityKind, split_position};
@@ -24,7 +25,7 @@ const TURN_DEGREES: f64 = 25.0;
 /// entity it names renamed to the same entity in `new` (the model before it in the program
 /// being built). `None` when every name already holds (the common case) or the renamed
 /// command does not parse.
-pub fn carried_over(command: &Command, old: &ModelState, new: &ModelState, reach: f64) -> Option<Command> {
+pub(super) fn carried_over(command: &Command, old: &ModelState, new: &ModelState, reach: f64) -> Option<Command> {
     let renames: Vec<(String, String)> = command
         .references()
         .into_iter()
@@ -70,7 +71,7 @@ fn rename_in(value: &mut Value, renames: &[(String, String)]) {
 ///   when its profile was squared.
 ///
 /// `None` when there is none or `id` is not in `old` (the name then stays).
-pub fn same_entity(old: &ModelState, new: &ModelState, id: &str, reach: f64) -> Option<String> {
+pub(super) fn same_entity(old: &ModelState, new: &ModelState, id: &str, reach: f64) -> Option<String> {
     let entity = id.parse::<EntityId>().ok()?;
     let candidates: Vec<Candidate<'_>> = match entity.kind {
         EntityKind::Face => {
