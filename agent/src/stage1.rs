@@ -166,29 +166,18 @@ fn extent_text(mask: &[bool], size: u32) -> Option<String> {
 /// its length (relay readers worked out 0.816 for the isometric view by hand, and each
 /// axis's direction on the picture from the axis icon).
 pub(crate) fn axis_scales(direction: [f64; 3], px_per_mm: f64) -> String {
-    // The views' own camera: which way is right and up on the picture.
-    let camera = views::Camera::framing(
-        nalgebra::Point3::origin(),
-        1.0,
-        nalgebra::Vector3::from(direction),
-        false,
-        100,
-        100,
-        1.0,
-    );
     let on_picture = |v: f64, ahead: &str, back: &str| {
         let v = px_per_mm * v;
         // -0.000 reads as a direction: a length seen end-on has none.
         let v = if v.abs() < 5e-4 { 0.0 } else { v };
         format!("{:.3} {}", v.abs(), if v < 0.0 { back } else { ahead })
     };
-    let d = unit(direction);
+    let axes = views::axes_in_view(direction);
     ["X", "Y", "Z"]
         .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let length = px_per_mm * (1.0 - d[i] * d[i]).max(0.0).sqrt();
-            let (right, up) = (camera.right[i], camera.up[i]);
+        .zip(axes)
+        .map(|(name, [right, up, _])| {
+            let length = px_per_mm * right.hypot(up);
             format!(
                 "{name} is {length:.3} px ({}, {})",
                 on_picture(right, "right", "left"),

@@ -134,13 +134,20 @@ impl Camera {
     }
 }
 
+/// Each model axis (X, Y, Z) on a view from `direction` (towards the eye): its unit vector's
+/// components to the right, up and away from the viewer, in [`Camera::framing`]'s basis.
+pub fn axes_in_view(direction: [f64; 3]) -> [[f64; 3]; 3] {
+    let camera = Camera::framing(Point3::origin(), 1.0, Vector3::from(direction), false, 64, 64, 1.0);
+    std::array::from_fn(|i| [camera.right[i], camera.up[i], camera.forward[i]])
+}
+
 /// How the model's axes lie on a view from `direction` (towards the eye), in words for a
 /// prompt: `+X points down and to the right, +Y up and to the right, +Z up` for
 /// [`ISOMETRIC`]. Same basis as [`Camera::framing`].
 pub fn axes_on_screen(direction: [f64; 3]) -> String {
-    let camera = Camera::framing(Point3::origin(), 1.0, Vector3::from(direction), false, 64, 64, 1.0);
+    let axes = axes_in_view(direction);
     let way = |i: usize| {
-        let (right, up, forward) = (camera.right[i], camera.up[i], camera.forward[i]);
+        let [right, up, forward] = axes[i];
         let vertical = if up > 0.2 {
             Some("up")
         } else if up < -0.2 {

@@ -38,7 +38,7 @@ pub mod raster;
 pub mod scene;
 mod view;
 
-pub use camera::{Camera, ISOMETRIC, Projection, axes_on_screen};
+pub use camera::{Camera, ISOMETRIC, Projection, axes_in_view, axes_on_screen};
 pub use glb::glb;
 pub use overlay::{
     LINE_REACH, LineOverlap, ORIENTATION_BINS, Overlap, alignment, best_shift, distance_to, extent, line_overlap,

@@ -15,7 +15,7 @@
 
 use std::time::Instant;
 
-use freecad_bridge::command::SweepPath;
+use freecad_bridge::command::{Sketch, Sweep, SweepPath};
 use freecad_bridge::state::{EdgeKind, Frame, ModelState, Point3};
 use freecad_bridge::{BridgeError, Command, Program, Session, StepError};
 use serde::{Deserialize, Serialize};
@@ -246,23 +246,10 @@ pub fn fit_program(
         let lifted = lifting_plane(&current.commands[..j], &drawn.on);
         let feature = match &current.commands[k] {
             Command::Loft(_) => sketch::Feature::Section { offset: lifted.map_or(0.0, |(_, offset)| offset) },
-            Command::Sweep(sweep) => {
-                let SweepPath::Sketch(path) = &sweep.path else { continue };
-                let Some(p) =
-                    current.commands[..k].iter().rposition(|c| matches!(c, Command::Sketch(s) if &s.name == path))
-                else {
-                    continue;
-                };
-                let (Command::Sketch(path), Some(path_frame)) = (&current.commands[p], built.frames[p]) else {
-                    continue;
-                };
-                let carry = super::sweep::profile_anchor(&drawn, &frame)
-                    .and_then(|at| super::sweep::carry(path, &path_frame, at));
-                match carry {
-                    Some(carry) => sketch::Feature::Sweep(carry),
-                    None => continue,
-                }
-            }
+            Command::Sweep(sweep) => match sweep_carry(&current.commands[..k], &built.frames, sweep, &drawn, &frame) {
+                Some(carry) => sketch::Feature::Sweep(carry),
+                None => continue,
+            },
             command => match feature_of(&sketches, command) {
                 Some((_, feature)) => feature,
                 None => continue,
@@ -528,6 +515,21 @@ fn fit_walls(
         describe_changes(&mut report, sketch, solved, &current.commands[k], &after.solved.commands[k]);
     }
     Ok(Some((report, Some(after))))
+}
+
+/// How `sweep` (after the commands `before`, built with `frames`) carries its profile
+/// `profile`, drawn in `frame`: `None` unless its path is a sketch of one open chain.
+fn sweep_carry(
+    before: &[Command],
+    frames: &[Option<Frame>],
+    sweep: &Sweep,
+    profile: &Sketch,
+    frame: &Frame,
+) -> Option<super::sweep::Carry> {
+    let SweepPath::Sketch(path) = &sweep.path else { return None };
+    let p = before.iter().rposition(|c| matches!(c, Command::Sketch(s) if &s.name == path))?;
+    let (Command::Sketch(path), Some(path_frame)) = (&before[p], frames[p]) else { return None };
+    super::sweep::carry(path, &path_frame, super::sweep::profile_anchor(profile, frame)?)
 }
 
 /// The indices of the sketches a feature is drawn from, when the feature is one the fit

@@ -78,11 +78,13 @@ pub(super) fn same_entity(old: &ModelState, new: &ModelState, id: &str, reach: f
             let was = old.faces.iter().find(|f| f.id == id)?;
             // A face keeps its name only facing the same way: a plane's other side is
             // another face, one a sketch would stand on upside down.
-            let moved =
-                |f: &Face| face_gap(was, f).map(|_| distance(was.centroid, f.centroid) + (f.area - was.area).abs());
             new.faces
                 .iter()
-                .map(|f| Candidate { id: &f.id, gap: face_gap(was, f), loose: face_gap(was, f), moved: moved(f) })
+                .map(|f| {
+                    let gap = face_gap(was, f);
+                    let moved = gap.map(|_| distance(was.centroid, f.centroid) + (f.area - was.area).abs());
+                    Candidate { id: &f.id, gap, loose: gap, moved }
+                })
                 .collect()
         }
         EntityKind::Edge => {

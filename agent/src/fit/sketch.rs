@@ -197,7 +197,7 @@ impl Model<'_> {
                 origin + rel * cos + axis.cross(&rel) * sin + axis * axis.dot(&rel) * (1.0 - cos)
             }
             Motion::Sweep(_) if place == 0.0 => p,
-            Motion::Sweep(carry) => carry.carried(p)?,
+            Motion::Sweep(carry) => carry.carried(p),
         };
         Some(q)
     }

@@ -23,17 +23,15 @@ pub struct Carry {
     /// The path's start (the end nearer the profile) and far end.
     pub start: [f64; 3],
     pub end: [f64; 3],
-    /// The turn about the path plane's normal (right-handed), radians.
-    pub axis: [f64; 3],
-    pub angle: f64,
+    /// The turn about the path plane's normal, made once: the search carries every sample
+    /// through it at each step.
+    pub turn: UnitQuaternion<f64>,
 }
 
 impl Carry {
     /// Where a point of the profile (model space) lies on the far end's copy.
-    pub fn carried(&self, p: Vector3<f64>) -> Option<Vector3<f64>> {
-        let axis = Unit::try_new(Vector3::from(self.axis), 1e-12)?;
-        let turn = UnitQuaternion::from_axis_angle(&axis, self.angle);
-        Some(Vector3::from(self.end) + turn * (p - Vector3::from(self.start)))
+    pub fn carried(&self, p: Vector3<f64>) -> Vector3<f64> {
+        Vector3::from(self.end) + self.turn * (p - Vector3::from(self.start))
     }
 }
 
@@ -105,9 +103,10 @@ pub fn carry(path: &Sketch, path_frame: &Frame, profile_at: [f64; 3]) -> Option<
     // Into the path at its start, out of it at its end.
     let t0 = -direction(first.1)?;
     let t1 = direction(last.1)?;
-    let normal = Vector3::from(path_frame.normal);
-    let angle = t0.cross(&t1).dot(&normal).atan2(t0.dot(&t1));
-    Some(Carry { start: global(first.0).into(), end: global(last.0).into(), axis: normal.into(), angle })
+    let normal = Unit::try_new(Vector3::from(path_frame.normal), 1e-12)?;
+    let angle = t0.cross(&t1).dot(normal.as_ref()).atan2(t0.dot(&t1));
+    let turn = UnitQuaternion::from_axis_angle(&normal, angle);
+    Some(Carry { start: global(first.0).into(), end: global(last.0).into(), turn })
 }
 
 /// The profile's circles and centre arcs (`shapes` of the drawing `n`, drawn in `frame`)
@@ -193,15 +192,15 @@ mod tests {
             // The profile's circle in XY about the start: its point 3 along +X ends 3 below
             // the far end (the profile's +X side faces down once the pipe runs along +X),
             // its point 3 along +Y stays 3 along +Y.
-            let x = carry.carried(Vector3::new(3.0, 0.0, 0.0)).expect("a turn");
+            let x = carry.carried(Vector3::new(3.0, 0.0, 0.0));
             assert!((x - Vector3::new(31.0, 0.0, 65.0)).norm() < 1e-9, "{x}");
-            let y = carry.carried(Vector3::new(0.0, 3.0, 0.0)).expect("a turn");
+            let y = carry.carried(Vector3::new(0.0, 3.0, 0.0));
             assert!((y - Vector3::new(31.0, 3.0, 68.0)).norm() < 1e-9, "{y}");
         }
         // A profile at the other end: the path runs the other way.
         let back = carry(&bent_pipe_path(false), &xz(), [31.0, 0.0, 68.0]).expect("an open path");
         assert!((Vector3::from(back.end)).norm() < 1e-9);
-        let p = back.carried(Vector3::new(31.0, 0.0, 65.0)).expect("a turn");
+        let p = back.carried(Vector3::new(31.0, 0.0, 65.0));
         assert!((p - Vector3::new(3.0, 0.0, 0.0)).norm() < 1e-9, "{p}");
     }
 
