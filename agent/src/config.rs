@@ -121,6 +121,12 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// Candidates a step may try: each rejection allows one more, and the last is committed
+    /// unverified.
+    pub fn attempts_per_step(&self) -> usize {
+        self.max_rejections + 1
+    }
+
     /// Read a TOML file; keys not given keep their defaults.
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path)

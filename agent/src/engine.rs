@@ -301,6 +301,9 @@ pub(crate) struct Turn {
     pub attempt: usize,
     /// Stage 3 judges this attempt's candidate.
     pub verify: bool,
+    /// What a rejection of this attempt's candidate leads to (readers asked how many were
+    /// left before a candidate is committed unchecked).
+    pub after_rejection: crate::stage3::AfterRejection,
 }
 
 /// A stage's answer, checked; or why there is none.
@@ -695,10 +698,12 @@ impl Engine<'_> {
         let tagged = self.tagged(session, step)?;
         let mut feedback: Vec<String> = Vec::new();
         let mut rejections = 0;
-        let attempts = self.config.max_rejections + 1;
+        let attempts = self.config.attempts_per_step();
         for attempt in 1..=attempts {
             let verify = !self.config.ablations.no_evf && rejections < self.config.max_rejections;
-            let turn = Turn { step, attempt, verify };
+            let after_rejection =
+                crate::stage3::AfterRejection::of(attempt, attempts, rejections, self.config.max_rejections);
+            let turn = Turn { step, attempt, verify, after_rejection };
             match self.attempt(vlm, session, turn, &tagged, &feedback)? {
                 Attempt::Accepted => return Ok(StepEnd::Accepted),
                 Attempt::Ended => return Ok(StepEnd::Ended),

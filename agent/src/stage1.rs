@@ -96,7 +96,8 @@ impl Engine<'_> {
             .flag("fresh", self.history.is_empty())
             .value("bodies", state.bodies.iter().map(|b| b.id.as_str()).collect::<Vec<_>>().join(", "))
             .value("active_body", format!("B{}", state.active_body_number()))
-            .flag("several_bodies", state.bodies.len() > 1);
+            .flag("several_bodies", state.bodies.len() > 1)
+            .flag("fit_end", self.config.fit);
         let mut images: Vec<PathBuf> =
             std::iter::once(self.view_path("target.png")).chain(tagged.iter().cloned()).collect();
         let history = self.history.clone();

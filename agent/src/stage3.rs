@@ -88,7 +88,9 @@ impl Engine<'_> {
                     crate::fit::sketch::DEPTH_REACH * 100.0
                 ),
             )
-            .flag("fit", self.fit_report.is_some());
+            .flag("fit", self.fit_report.is_some())
+            .flag("fit_end", self.config.fit)
+            .value("after_rejection", turn.after_rejection.describe(turn.attempt, self.config.attempts_per_step()));
         let mut context = self.context(state);
         context.plan = Some(plan.clone());
         context.preview = Some(preview.state.clone());
@@ -139,6 +141,53 @@ pub enum Decision {
 impl Verdict {
     pub fn accepted(&self) -> bool {
         self.verdict == Decision::Accept
+    }
+}
+
+/// What follows when Stage 3 rejects a candidate, counting every later candidate of the step
+/// as rejected too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AfterRejection {
+    /// `verified` more candidates are verified; after them, with `unverified_last`, one is
+    /// committed without Stage 3, else the step fails.
+    Another { verified: usize, unverified_last: bool },
+    /// No attempt is left: the step fails, and the run ends with the model as it is.
+    StepFails,
+}
+
+impl AfterRejection {
+    /// For attempt `attempt` of `attempts`, with `rejections` already made this step (a
+    /// candidate is verified while fewer than `max_rejections` were).
+    pub(crate) fn of(attempt: usize, attempts: usize, rejections: usize, max_rejections: usize) -> Self {
+        let later = attempts.saturating_sub(attempt);
+        if later == 0 {
+            return AfterRejection::StepFails;
+        }
+        let verified = later.min(max_rejections.saturating_sub(rejections + 1));
+        AfterRejection::Another { verified, unverified_last: verified < later }
+    }
+
+    /// One sentence for Stage 3's prompt.
+    pub(crate) fn describe(self, attempt: usize, attempts: usize) -> String {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let then = match self {
+            AfterRejection::StepFails => {
+                "it is the step's last: a rejection ends the run with the model as it is".into()
+            }
+            AfterRejection::Another { verified: 0, .. } => {
+                "a rejection asks for one more candidate, which is committed without this check".into()
+            }
+            AfterRejection::Another { verified, unverified_last } => format!(
+                "a rejection asks for another candidate, which you verify too; after {verified} more rejection{} {}",
+                plural(verified),
+                if unverified_last {
+                    "the next is committed without this check"
+                } else {
+                    "the run ends with the model as it is"
+                }
+            ),
+        };
+        format!("This is candidate {attempt} of at most {attempts} for this step; {then}")
     }
 }
 
@@ -218,6 +267,33 @@ pub fn summary(state: &freecad_bridge::ModelState) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rejection_says_what_follows_it() {
+        // Two rejections allowed, three candidates: the third is committed unchecked.
+        let of = |attempt, rejections| AfterRejection::of(attempt, 3, rejections, 2);
+        assert_eq!(of(1, 0), AfterRejection::Another { verified: 1, unverified_last: true });
+        assert_eq!(of(2, 1), AfterRejection::Another { verified: 0, unverified_last: true });
+        // The first candidate failed to build (no rejection): the second's rejection leaves
+        // one more verified candidate, and rejecting that fails the step.
+        assert_eq!(of(2, 0), AfterRejection::Another { verified: 1, unverified_last: false });
+        assert_eq!(of(3, 1), AfterRejection::StepFails);
+        assert_eq!(
+            of(1, 0).describe(1, 3),
+            "This is candidate 1 of at most 3 for this step; a rejection asks for another candidate, which you \
+             verify too; after 1 more rejection the next is committed without this check"
+        );
+        assert_eq!(
+            of(2, 1).describe(2, 3),
+            "This is candidate 2 of at most 3 for this step; a rejection asks for one more candidate, which is \
+             committed without this check"
+        );
+        assert_eq!(
+            of(3, 1).describe(3, 3),
+            "This is candidate 3 of at most 3 for this step; it is the step's last: a rejection ends the run with \
+             the model as it is"
+        );
+    }
 
     #[test]
     fn a_solved_sketch_is_told_in_model_mm_on_its_own_plane() {
