@@ -67,6 +67,7 @@ impl Engine<'_> {
     ) -> Result<Asked<(Plan, Command)>, LoopError> {
         let start = Instant::now();
         let target_extent = self.framed_mask.as_deref().and_then(|m| extent_text(m, self.config.view_size));
+        let target_corners = self.framed_mask.as_deref().and_then(|m| corners_text(m, self.config.view_size));
         let fill = Fill::default()
             .value("step", turn.step.to_string())
             .value("max_steps", self.config.max_steps.to_string())
@@ -80,6 +81,8 @@ impl Engine<'_> {
             .flag("moved", self.moved.iter().any(|d| d.abs() >= 5e-5))
             .flag("extent", target_extent.is_some())
             .value("target_extent", target_extent.unwrap_or_default())
+            .flag("corners", target_corners.is_some())
+            .value("target_corners", target_corners.unwrap_or_default())
             .value("part_diameter", format!("{:.0}", 2.0 * self.sphere.radius))
             .value("direction", direction_text(self.config.direction))
             .value("axes", views::axes_on_screen(self.config.direction))
@@ -159,6 +162,17 @@ fn extent_text(mask: &[bool], size: u32) -> Option<String> {
         right - left + 1,
         bottom - top + 1
     ))
+}
+
+/// How near the listed corners of the target's outline lie to its border, in pixels.
+const CORNER_TOLERANCE_PX: f64 = 1.5;
+/// More corners than this are not listed (a long list costs tokens and reads as a curve).
+const MAX_CORNERS: usize = 16;
+
+/// The target's outline corners, when it is a polygon: `(166.2, 210.0), (250.4, 96.1), ...`.
+fn corners_text(mask: &[bool], size: u32) -> Option<String> {
+    let corners = views::outline_corners(mask, size as usize, CORNER_TOLERANCE_PX, MAX_CORNERS)?;
+    Some(corners.iter().map(|[x, y]| format!("({x:.1}, {y:.1})")).collect::<Vec<_>>().join(", "))
 }
 
 /// How long 1 mm along each model axis looks from `direction`, in pixels, at `px_per_mm`
