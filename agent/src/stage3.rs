@@ -59,6 +59,7 @@ impl Engine<'_> {
             }
             _ => None,
         };
+        let clipped = clipped_sides(&view.ids);
         let name = |what: &str| format!("step{:02}_try{}_{what}.png", turn.step, turn.attempt);
         let mut images = vec![self.save(&view.image, &name("preview"))?];
         if let Some(overlays) = &overlays {
@@ -78,6 +79,8 @@ impl Engine<'_> {
             .flag("overlap", overlap.is_some())
             .value("lines", lines.map(|l| l.describe()).unwrap_or_default())
             .flag("lines", lines.is_some())
+            .value("clipped", clipped.join(" and "))
+            .flag("clipped", !clipped.is_empty())
             .flag("revision", plan.revision.is_some())
             .value("fit", self.fit_report.as_ref().map(|f| f.describe()).unwrap_or_default())
             .value(
@@ -117,6 +120,18 @@ impl Engine<'_> {
             Asked::Backend(reason) => Some(Attempt::Failed(reason)),
         })
     }
+}
+
+/// The picture's sides the candidate's silhouette touches: it runs past them, and what lies
+/// beyond is missing from the overlays and their figures (a relay reader's second body,
+/// placed by registration on the first, was cut off, and its overlap read 0.725).
+fn clipped_sides(ids: &views::IdBuffers) -> Vec<&'static str> {
+    let (w, h) = (ids.width as usize, ids.height as usize);
+    let Some([left, right, top, bottom]) = views::extent(&views::silhouette(ids), w) else { return Vec::new() };
+    [(left == 0, "left"), (right + 1 >= w, "right"), (top == 0, "top"), (bottom + 1 >= h, "bottom")]
+        .into_iter()
+        .filter_map(|(touches, side)| touches.then_some(side))
+        .collect()
 }
 
 /// Stage 3's answer.
@@ -267,6 +282,20 @@ pub fn summary(state: &freecad_bridge::ModelState) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_candidate_past_the_picture_s_edge_is_told() {
+        let ids = |covered: &dyn Fn(usize, usize) -> bool| views::IdBuffers {
+            width: 10,
+            height: 8,
+            face: vec![views::NO_ENTITY; 80],
+            edge: vec![views::NO_ENTITY; 80],
+            covered: (0..80).map(|i| covered(i % 10, i / 10)).collect(),
+        };
+        assert!(clipped_sides(&ids(&|x, y| (2..8).contains(&x) && (2..6).contains(&y))).is_empty());
+        assert_eq!(clipped_sides(&ids(&|x, y| x >= 5 && y >= 3)), ["right", "bottom"]);
+        assert!(clipped_sides(&ids(&|_, _| false)).is_empty());
+    }
 
     #[test]
     fn a_rejection_says_what_follows_it() {
