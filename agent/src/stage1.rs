@@ -203,12 +203,50 @@ pub(crate) fn axis_scales(direction: [f64; 3], px_per_mm: f64) -> String {
         .join(", ")
 }
 
-/// How a circle in a plane square to each model axis shows: an ellipse whose long axis is
-/// the face-on scale and whose short axis is foreshortened by the axis's share of the
-/// viewing direction (readers derived 1.905 px/mm for an isometric washer by hand).
+/// How a circle in a plane square to each model axis shows, per mm of its diameter: an
+/// ellipse whose long axis is the face-on scale, square to the axis's own direction on the
+/// picture, and whose short axis is foreshortened by the axis's share of the viewing
+/// direction; and the box it fills on the picture (readers derived 1.905 px/mm for an
+/// isometric washer by hand, and one sized a bar from its end's box, which it had to work
+/// out from the axes).
 pub(crate) fn circle_scales(direction: [f64; 3], px_per_mm: f64) -> String {
-    let [x, y, z] = unit(direction).map(|c| px_per_mm * c.abs());
-    format!("{x:.3} px for a circle square to X, {y:.3} px to Y, {z:.3} px to Z")
+    let axes = views::axes_in_view(direction);
+    let short = unit(direction).map(|c| px_per_mm * c.abs());
+    ["X", "Y", "Z"]
+        .iter()
+        .enumerate()
+        .map(|(a, name)| {
+            // The circle's plane is spanned by the other two axes.
+            let (u, v) = (axes[(a + 1) % 3], axes[(a + 2) % 3]);
+            let width = px_per_mm * u[0].hypot(v[0]);
+            let height = px_per_mm * u[1].hypot(v[1]);
+            let shape = if short[a] < 5e-4 {
+                "seen edge-on, a line".to_string()
+            } else if px_per_mm - short[a] < 5e-4 {
+                "seen face-on, a circle".to_string()
+            } else {
+                // The long axis is square to the normal's direction on the picture.
+                let [right, up, _] = axes[a];
+                let tilt = right.atan2(-up).to_degrees();
+                let tilt = if tilt > 90.0 {
+                    tilt - 180.0
+                } else if tilt <= -90.0 {
+                    tilt + 180.0
+                } else {
+                    tilt
+                };
+                let along = match tilt {
+                    t if t.abs() < 0.5 => "level".to_string(),
+                    t if t > 89.5 => "upright".to_string(),
+                    t if t > 0.0 => format!("rising to the right at {t:.0} deg"),
+                    t => format!("falling to the right at {:.0} deg", -t),
+                };
+                format!("long axis {px_per_mm:.3} px {along}, short axis {:.3} px", short[a])
+            };
+            format!("square to {name}, {shape}, its box {width:.3} px wide and {height:.3} px tall")
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The viewing direction of unit length (zero stays zero).
@@ -499,15 +537,22 @@ mod tests {
 
     #[test]
     fn a_circle_square_to_an_axis_is_an_ellipse_whose_short_axis_is_foreshortened() {
-        // Isometric: every such circle's short axis is 1/sqrt(3) = 0.577 of its long one.
+        // Isometric: every such circle's short axis is 1/sqrt(3) = 0.577 of its long one; a
+        // circle on XY is level, and one square to Y fills a box 2.333 wide and 3.012 tall
+        // (its in-plane X runs 2.333 across and 1.347 down, Z 2.694 up).
         assert_eq!(
             circle_scales([1.0, -1.0, 1.0], 3.3),
-            "1.905 px for a circle square to X, 1.905 px to Y, 1.905 px to Z"
+            "square to X, long axis 3.300 px rising to the right at 60 deg, short axis 1.905 px, its box 2.333 px \
+             wide and 3.012 px tall; square to Y, long axis 3.300 px falling to the right at 60 deg, short axis \
+             1.905 px, its box 2.333 px wide and 3.012 px tall; square to Z, long axis 3.300 px level, short axis \
+             1.905 px, its box 3.300 px wide and 1.905 px tall"
         );
         // From the top: a circle on XY is seen face-on, one on YZ or XZ edge-on.
         assert_eq!(
             circle_scales([0.0, 0.0, 5.0], 2.0),
-            "0.000 px for a circle square to X, 0.000 px to Y, 2.000 px to Z"
+            "square to X, seen edge-on, a line, its box 0.000 px wide and 2.000 px tall; square to Y, seen edge-on, \
+             a line, its box 2.000 px wide and 0.000 px tall; square to Z, seen face-on, a circle, its box 2.000 px \
+             wide and 2.000 px tall"
         );
     }
 }
