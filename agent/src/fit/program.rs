@@ -319,8 +319,12 @@ pub fn fit_program(
             if !moved.agrees_better(&before.agreement, &p.agreement) {
                 report.dropped = Some(format!(
                     "in the rebuilt model the moved edges lie {:.2} px from the target's lines against {:.2} px before \
-                     ({} pixels changed)",
-                    moved.after_px, moved.before_px, moved.pixels
+                     ({} pixels changed), and all its edges {:.3} px against {:.3} px",
+                    moved.after_px,
+                    moved.before_px,
+                    moved.pixels,
+                    p.agreement.cost(),
+                    before.agreement.cost()
                 ));
                 continue;
             }
