@@ -25,7 +25,7 @@ pub struct Overlap {
     pub reach_px: [i64; 4],
 }
 
-/// A larger alignment shift (pixels, either axis) is no longer a misplacement's measure: a
+/// A larger alignment shift (pixels, either axis) may be no misplacement's measure: a
 /// part-built model (half a bar, one disc of two) slides along the target's silhouette, and
 /// relay readers saw shifts of 27 to 59 px, and IoU 0.33, where the next registration moved
 /// S_t about 2 mm (one nearly rejected a disc in the right place).
@@ -51,8 +51,8 @@ impl Overlap {
         } else {
             format!(
                 " (the candidate shifted by {} px right and {} px down, where it overlaps the target's silhouette \
-                 most; a shift this large means the candidate is only part of what the target shows, and then it \
-                 says little about where the candidate sits: judge that from Image 1)",
+                 most; where the candidate is only part of what the target shows, a shift this large says little \
+                 about where it sits: judge that from Image 1)",
                 self.shift_px[0], self.shift_px[1]
             )
         };
