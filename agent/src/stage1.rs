@@ -67,7 +67,11 @@ impl Engine<'_> {
     ) -> Result<Asked<(Plan, Command)>, LoopError> {
         let start = Instant::now();
         let target_extent = self.framed_mask.as_deref().and_then(|m| extent_text(m, self.config.view_size));
-        let target_corners = self.framed_mask.as_deref().and_then(|m| corners_text(m, self.config.view_size));
+        let px_per_mm = self.circle_px() / self.sphere.radius;
+        let target_corners = self
+            .framed_mask
+            .as_deref()
+            .and_then(|m| corners_text(m, self.config.view_size, self.config.direction, px_per_mm));
         let fill = Fill::default()
             .value("step", turn.step.to_string())
             .value("max_steps", self.config.max_steps.to_string())
@@ -169,10 +173,37 @@ const CORNER_TOLERANCE_PX: f64 = 1.5;
 /// More corners than this are not listed (a long list costs tokens and reads as a curve).
 const MAX_CORNERS: usize = 16;
 
-/// The target's outline corners, when it is a polygon: `(166.2, 210.0), (250.4, 96.1), ...`.
-fn corners_text(mask: &[bool], size: u32) -> Option<String> {
+/// A side of the outline runs along a model axis's direction on the picture when within
+/// this angle of it (degrees).
+const SIDE_ALONG_DEG: f64 = 2.0;
+
+/// The target's outline corners, when it is a polygon, and its sides' lengths; a side that
+/// runs the way a model axis does on the picture also in mm along that axis (readers turned
+/// the corners into sizes by hand, and asked for the sides' lengths).
+/// `(166.2, 210.0), (250.4, 96.1), ...; its sides from the first corner on: 141.9 px (X's
+/// way: 52.7 mm along X), ...`.
+fn corners_text(mask: &[bool], size: u32, direction: [f64; 3], px_per_mm: f64) -> Option<String> {
     let corners = views::outline_corners(mask, size as usize, CORNER_TOLERANCE_PX, MAX_CORNERS)?;
-    Some(corners.iter().map(|[x, y]| format!("({x:.1}, {y:.1})")).collect::<Vec<_>>().join(", "))
+    let listed = corners.iter().map(|[x, y]| format!("({x:.1}, {y:.1})")).collect::<Vec<_>>().join(", ");
+    let sides = (0..corners.len())
+        .map(|k| side_text(corners[k], corners[(k + 1) % corners.len()], direction, px_per_mm))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(format!("{listed}; its sides from the first corner on: {sides}"))
+}
+
+/// One side's length in px, and in mm along the model axis it runs the way of, if any.
+fn side_text(a: [f64; 2], b: [f64; 2], direction: [f64; 3], px_per_mm: f64) -> String {
+    let (dx, dy) = (b[0] - a[0], b[1] - a[1]);
+    let length = dx.hypot(dy);
+    let along = ["X", "Y", "Z"].iter().zip(views::axes_in_view(direction)).find_map(|(name, [right, up, _])| {
+        let per_mm = px_per_mm * right.hypot(up);
+        // Picture y runs down; the axis's "up" runs up.
+        let cross = (dx * -up - dy * right) / (length * right.hypot(up)).max(1e-12);
+        (per_mm > 1e-6 && cross.abs() <= SIDE_ALONG_DEG.to_radians().sin())
+            .then(|| format!(" ({name}'s way: {:.1} mm along {name})", length / per_mm))
+    });
+    format!("{length:.1} px{}", along.unwrap_or_default())
 }
 
 /// How long 1 mm along each model axis looks from `direction`, in pixels, at `px_per_mm`
@@ -533,6 +564,21 @@ mod tests {
             "X is 2.000 px (2.000 right, 0.000 down), Y is 2.000 px (0.000 right, 2.000 up), \
              Z is 0.000 px (0.000 right, 0.000 down)"
         );
+    }
+
+    #[test]
+    fn an_outline_side_along_an_axis_is_told_in_mm_along_it() {
+        // Isometric at 3.3 px/mm face-on: 1 mm along X runs 2.333 right and 1.347 down.
+        let iso = [1.0, -1.0, 1.0];
+        assert_eq!(
+            side_text([100.0, 100.0], [100.0 + 23.33, 100.0 + 13.47], iso, 3.3),
+            "26.9 px (X's way: 10.0 mm along X)"
+        );
+        // Z runs straight up; the same side walked the other way is along Z too.
+        assert_eq!(side_text([50.0, 80.0], [50.0, 53.06], iso, 3.3), "26.9 px (Z's way: 10.0 mm along Z)");
+        assert_eq!(side_text([50.0, 53.06], [50.0, 80.0], iso, 3.3), "26.9 px (Z's way: 10.0 mm along Z)");
+        // Level: no axis runs that way.
+        assert_eq!(side_text([0.0, 0.0], [30.0, 0.0], iso, 3.3), "30.0 px");
     }
 
     #[test]
