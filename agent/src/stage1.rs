@@ -258,17 +258,11 @@ pub(crate) fn circle_scales(direction: [f64; 3], px_per_mm: f64) -> String {
             } else {
                 // The long axis is square to the normal's direction on the picture.
                 let [right, up, _] = axes[a];
-                let tilt = right.atan2(-up).to_degrees();
-                let tilt = if tilt > 90.0 {
-                    tilt - 180.0
-                } else if tilt <= -90.0 {
-                    tilt + 180.0
-                } else {
-                    tilt
-                };
+                // An axis's tilt is the same either way along it: within [-90, 90).
+                let tilt = (right.atan2(-up).to_degrees() + 90.0).rem_euclid(180.0) - 90.0;
                 let along = match tilt {
                     t if t.abs() < 0.5 => "level".to_string(),
-                    t if t > 89.5 => "upright".to_string(),
+                    t if t.abs() > 89.5 => "upright".to_string(),
                     t if t > 0.0 => format!("rising to the right at {t:.0} deg"),
                     t => format!("falling to the right at {:.0} deg", -t),
                 };

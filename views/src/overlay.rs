@@ -241,7 +241,9 @@ fn dist(a: [f64; 2], b: [f64; 2]) -> f64 {
 }
 
 /// Douglas-Peucker between outline points `a` and `b` (`b` may be the outline's length,
-/// standing for its first point): the vertices strictly between them, in order.
+/// standing for its first point): the vertices strictly between them, in order, as indices.
+/// (`imageproc::geometry::approximate_polygon_dp` gives the points, not the index ranges the
+/// sides' line fits need, and a thin outline's border passes some points twice.)
 fn simplify(points: &[[f64; 2]], a: usize, b: usize, tolerance: f64, out: &mut Vec<usize>) {
     let (p, q) = (points[a], points[b % points.len()]);
     let length = dist(p, q).max(1e-9);
