@@ -116,8 +116,10 @@ impl Phase {
 /// are the ground truth's; everything wrong with the prediction is in the result.
 ///
 /// A STEP file under `static` goes straight into the worker's memory; a program, an FCStd
-/// document, or any model under `edit10`, is built in the document first. The worker keeps
-/// both shapes for the one request that meshes and intersects them.
+/// document, or any model under `edit10`, is built in the document first. The ground truth
+/// comes first, in the session's worker; the prediction in a fresh one, to which the ground
+/// truth's shape is carried in a file. That worker keeps both shapes for the one request
+/// that meshes and intersects them.
 pub fn evaluate_pair(session: &mut Session, pair: &Pair, options: &EvalOptions) -> Result<Detailed, EvalError> {
     evaluate_pair_in_phases(session, pair, options, &Phase::default())
 }
@@ -154,6 +156,19 @@ pub fn evaluate_pair_in_phases(
     let Some(pred) = &pair.pred else {
         return Ok(not_compiled("no prediction with this stem".into(), started));
     };
+    let not_scored = |error: String, started: Instant| Detailed {
+        result: SampleResult::not_scored(pair, error),
+        meshes: None,
+        stages: Stages { read: started.elapsed().as_secs_f64(), ..Stages::default() },
+    };
+    // The prediction is built in a worker of its own, and the ground truth's shape goes
+    // there as it is: FreeCAD's numbers depend on what its process did before, and an
+    // edit's re-solve built after the ground truth landed elsewhere (a program scored
+    // 0.99995 against itself under edit10, through the fuzzy boolean).
+    let carried = match carry(session, KeptSlot::GroundTruth) {
+        Ok(file) => file,
+        Err(error) => return Ok(not_scored(format!("cannot carry the ground truth's shape: {error}"), started)),
+    };
     phase.set(Phase::PREDICTION);
     let pred_props = match keep(session, pred, KeptSlot::Prediction, options.protocol, inertia) {
         Ok(props) => props,
@@ -164,16 +179,29 @@ pub fn evaluate_pair_in_phases(
         return Ok(not_compiled(format!("the prediction {what}"), started));
     }
     phase.set(Phase::SCORING);
+    if let Err(error) = session.load_kept(KeptSlot::GroundTruth, &carried) {
+        return Ok(not_scored(format!("cannot carry the ground truth's shape: {error}"), started));
+    }
     match score(session, pair, options, &pred_props, &gt_props, started.elapsed().as_secs_f64()) {
         Ok(detailed) => Ok(detailed),
         Err(Failure::Prediction(reason)) => Ok(not_compiled(reason, started)),
-        Err(Failure::Evaluator(error)) => Ok(Detailed {
-            result: SampleResult::not_scored(pair, error),
-            meshes: None,
-            stages: Stages { read: started.elapsed().as_secs_f64(), ..Stages::default() },
-        }),
+        Err(Failure::Evaluator(error)) => Ok(not_scored(error, started)),
         Err(Failure::GroundTruth(reason)) => Err(gt_error(reason)),
     }
+}
+
+/// Write the shape kept in `slot` to a temporary file and start a fresh worker, which
+/// [`Session::load_kept`] can give the very same shape. The file lives as long as the value.
+fn carry(session: &mut Session, slot: KeptSlot) -> Result<tempfile::TempPath, String> {
+    let file = tempfile::Builder::new()
+        .prefix("vision2cad-kept-")
+        .suffix(".brep")
+        .tempfile()
+        .map_err(|e| format!("cannot create a temporary file: {e}"))?
+        .into_temp_path();
+    session.save_kept(slot, &file).map_err(|e| e.to_string())?;
+    session.fresh_start().map_err(|e| e.to_string())?;
+    Ok(file)
 }
 
 /// Put a model's shape in the worker's `slot` and return its mass properties.

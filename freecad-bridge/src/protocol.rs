@@ -82,6 +82,16 @@ pub enum Request {
         path: Option<String>,
         inertia: bool,
     },
+    /// Write a kept shape to a binary BREP file (every number as it is), for another worker.
+    SaveKept {
+        slot: KeptSlot,
+        path: String,
+    },
+    /// Keep the shape of a binary BREP file written by `SaveKept` in a slot.
+    LoadKept {
+        slot: KeptSlot,
+        path: String,
+    },
     /// Mesh the two kept shapes, transformed, and with `booleans` intersect them.
     CompareKept {
         transform_prediction: Similarity,
@@ -124,6 +134,8 @@ impl Request {
             Request::BooleanVolumes { .. } => "boolean_volumes",
             Request::MeshShape { .. } => "mesh_shape",
             Request::KeepShape { .. } => "keep_shape",
+            Request::SaveKept { .. } => "save_kept",
+            Request::LoadKept { .. } => "load_kept",
             Request::CompareKept { .. } => "compare_kept",
             Request::IntersectKept { .. } => "intersect_kept",
             Request::DebugSleep { .. } => "debug_sleep",

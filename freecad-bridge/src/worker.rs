@@ -34,6 +34,8 @@ pub(crate) const WORKER_PACKAGE: [(&str, &str); 8] = [
 ];
 const READY_PREFIX: &str = "ready ";
 const STDERR_TAIL_LINES: usize = 40;
+/// Room for the largest request without growing (requests are commands, a few kB).
+const REQUEST_BUFFER_BYTES: usize = 1 << 20;
 
 /// Fault injection for tests and benchmarks: `COUNTER_FILE:N1,N2,...` makes the worker that
 /// serves the N1-th, N2-th... request counted over every worker sharing the counter file
@@ -163,16 +165,26 @@ impl WorkerProcess {
         let preload = home.path().join(SOLVER_THREADS_NAME);
         std::fs::write(&preload, SOLVER_THREADS)
             .map_err(|e| CallError::Spawn(format!("cannot write {}: {e}", preload.display())))?;
+        // Only these variables: Python copies the environment into its heap at start, so
+        // the caller's variables (a test runner's paths, a shell's `_`) moved the heap, and
+        // with it where an edit's sketch solve landed: one program's edit gave other
+        // volumes under another environment.
         let mut child = process
             .args(&config.args)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("LANG", "C.UTF-8")
+            .env("TMPDIR", home.path())
             .env("LD_PRELOAD", preload_list(&preload))
             // Debian's interpreter and nothing from the user's site: FreeCAD's modules are
             // built for exactly this Python.
             .env("PYTHONHOME", "/usr")
-            // Dictionaries and sets iterate alike in every worker.
+            // Dictionaries and sets iterate alike in every worker: Python's, and Qt's (its
+            // hash seed is random per process otherwise, and FreeCAD's QHash order moved
+            // where an edit's re-solve landed: three volumes in twelve fresh workers).
             .env("PYTHONHASHSEED", "0")
+            .env("QT_HASH_SEED", "0")
             .env("PYTHONNOUSERSITE", "1")
-            .env_remove("PYTHONPATH")
             .env("FREECAD_USER_HOME", home.path())
             .env("HOME", home.path())
             .envs(config.env.iter().map(|(k, v)| (k, v)))
@@ -304,9 +316,18 @@ pub fn worker_main() -> Result<(), String> {
     writeln!(protocol, "{READY_PREFIX}{version}").and_then(|()| protocol.flush()).map_err(|e| e.to_string())?;
 
     let faults = std::env::var(FAULT_ENV).ok().and_then(|v| FaultPlan::parse(&v));
-    let stdin = std::io::stdin();
-    for line in stdin.lock().lines() {
-        let line = line.map_err(|e| e.to_string())?;
+    let mut stdin = std::io::stdin().lock();
+    // One buffer for every request, allocated once: a request arrives in as many pipe reads
+    // as the timing gives, and a line grown read by read left the heap in another state in
+    // each process (the solver's results differed in the last bits, and an edit's
+    // re-solve of an under-constrained sketch by far more).
+    let mut line = String::with_capacity(REQUEST_BUFFER_BYTES);
+    loop {
+        line.clear();
+        if stdin.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+            break;
+        }
+        let line = line.trim_end_matches(['\n', '\r']);
         if line.trim().is_empty() {
             continue;
         }

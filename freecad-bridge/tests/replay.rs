@@ -152,3 +152,24 @@ fn a_sketch_with_a_redundant_constraint_is_saved_without_it_and_replays_alike() 
     let state = replays_agree(&saved, 20, "slot");
     assert!((state.volume - built.volume).abs() <= 1e-9 * built.volume);
 }
+
+/// The edit protocol moves the plate's top, and with it the edge the handle's path is tied
+/// to, so the solver moves the saved path again: every new worker must land in the same
+/// place. (Qt's hash seed was random per process: 3 volumes in 12 workers.)
+#[test]
+fn an_edit_that_moves_a_tied_sketch_gives_the_same_solid_in_every_new_worker() {
+    let (saved, _) = solved(&handle());
+    let mut first: Option<(f64, f64)> = None;
+    for run in 0..12 {
+        let mut s = session();
+        s.execute_program(&saved).unwrap_or_else(|e| panic!("replay {run}: {e}"));
+        let edited = s.scale_extrusions(1.1).unwrap_or_else(|e| panic!("edit {run}: {e}"));
+        let got = (edited.volume, edited.area);
+        match first {
+            None => first = Some(got),
+            Some(f) => assert_eq!(got, f, "edit in worker {run}"),
+        }
+    }
+    let (volume, _) = first.expect("a run");
+    assert!(volume > 17601.0 * 1.05, "the plate grew by 10%: {volume}");
+}

@@ -11,7 +11,16 @@ import FreeCAD
 from v2c_worker.commands import exception_text, execute, parameters, set_parameters
 from v2c_worker.document import MODEL, OTHER, CommandFailed
 from v2c_worker.entities import state
-from v2c_worker.evaluation import boolean_volumes, compare_kept, intersect_kept, keep_shape, measure, mesh_shape
+from v2c_worker.evaluation import (
+    boolean_volumes,
+    compare_kept,
+    intersect_kept,
+    keep_shape,
+    load_kept,
+    measure,
+    mesh_shape,
+    save_kept,
+)
 from v2c_worker.files import load, save
 from v2c_worker.meshes import hold, plane_frame, preview, preview_held, tessellate
 
@@ -58,6 +67,8 @@ HANDLERS = {
     "boolean_volumes": boolean_volumes,
     "mesh_shape": mesh_shape,
     "keep_shape": keep_shape,
+    "save_kept": save_kept,
+    "load_kept": load_kept,
     "compare_kept": compare_kept,
     "intersect_kept": intersect_kept,
     "debug_sleep": _debug_sleep,

@@ -7,6 +7,7 @@ meet in a boolean, and a replayed worker needs no log for them."""
 import time
 
 import FreeCAD
+import Part
 
 from v2c_worker.commands import exception_text
 from v2c_worker.document import MODEL, V, CommandFailed
@@ -153,6 +154,29 @@ def keep_shape(req):
     shape = union_of_solids(shape)
     KEPT[req["slot"]] = shape
     return mass_properties(shape, req["inertia"])
+
+
+def save_kept(req):
+    """Write a kept shape as binary BREP, every number as it is: another worker loads the
+    very shape (a rebuild there could land elsewhere, its history being another)."""
+    slot = req["slot"]
+    if slot not in KEPT:
+        raise CommandFailed("no %s shape is kept" % slot.replace("_", " "))
+    KEPT[slot].exportBinary(req["path"])
+    return {}
+
+
+def load_kept(req):
+    """Keep the shape of a binary BREP file that `save_kept` wrote."""
+    shape = Part.Shape()
+    try:
+        shape.importBinary(req["path"])
+    except Exception as exc:
+        raise CommandFailed("cannot read %s: %s" % (req["path"], exception_text(exc)))
+    if shape.isNull():
+        raise CommandFailed("%s holds no shape" % req["path"])
+    KEPT[req["slot"]] = shape
+    return {}
 
 
 def intersect_kept(req):

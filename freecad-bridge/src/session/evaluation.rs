@@ -167,6 +167,19 @@ impl Session {
         self.query(Request::KeepShape { slot, path, inertia }, "mass properties")
     }
 
+    /// Write the shape kept in `slot` to `path` (binary BREP: every number as it is), so that
+    /// another worker can [`Session::load_kept`] the very same shape.
+    pub fn save_kept(&mut self, slot: KeptSlot, path: &Path) -> Result<(), BridgeError> {
+        let path = absolute_text(path)?;
+        self.query::<serde::de::IgnoredAny>(Request::SaveKept { slot, path }, "reply").map(|_| ())
+    }
+
+    /// Keep the shape that [`Session::save_kept`] wrote to `path` in `slot`.
+    pub fn load_kept(&mut self, slot: KeptSlot, path: &Path) -> Result<(), BridgeError> {
+        let path = absolute_text(path)?;
+        self.query::<serde::de::IgnoredAny>(Request::LoadKept { slot, path }, "reply").map(|_| ())
+    }
+
     /// Transform the two kept shapes, mesh each with absolute deflections (in the
     /// transformed units) and, with `booleans`, intersect them exactly (one common: the
     /// union's volume follows from the three volumes).
