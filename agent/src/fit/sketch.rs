@@ -243,6 +243,29 @@ fn offsets(extent: &Extent) -> Vec<f64> {
     }
 }
 
+/// A through-all cut's copies of its profile: on its sketch plane, and on every planar face
+/// of the model parallel to it (offsets in model units along the sketch normal). A hole drawn
+/// on a face the target does not show comes out on one it does, and with only the drawn copy
+/// the fit of a wall's hole counted 13 stray samples and shrank it from 4.5 to 1.28 (the
+/// target's, 2.9). A copy where the cut leaves nothing is not drawn, so it counts no sample.
+fn through_offsets(on: &Existing<'_>) -> Vec<f64> {
+    let normal = Vector3::from(on.frame.normal);
+    let origin = Vector3::from(on.frame.origin);
+    let scale = on.state.bbox.map_or(1.0, |b| b.diagonal()).max(1e-9);
+    let mut offsets = vec![0.0];
+    for face in &on.state.faces {
+        let Some(face_normal) = face.normal else { continue };
+        if Vector3::from(face_normal).normalize().dot(&normal).abs() < 1.0 - 1e-6 {
+            continue;
+        }
+        let offset = (Vector3::from(face.centroid) - origin).dot(&normal);
+        if offsets.iter().all(|o: &f64| (o - offset).abs() > 1e-6 * scale) {
+            offsets.push(offset);
+        }
+    }
+    offsets
+}
+
 fn depth_of(extent: &Extent) -> Option<f64> {
     match *extent {
         Extent::OneSide { depth } | Extent::Symmetric { depth } | Extent::TwoSides { depth, .. } => Some(depth),
@@ -290,7 +313,11 @@ pub fn propose(
     let ties = Ties::of(sketch, &all_shapes, &numbers, Some(on));
     // Construction geometry makes no edge; it is in the numbers for the constraints on it.
     let shapes = all_shapes.into_iter().filter(|&(k, _)| !is_construction(&sketch.primitives[k])).collect();
+    let through_all = matches!(feature, Feature::Extrude(e) if matches!(e.extent, Extent::ThroughAll { .. }));
     let (motion, copies, spans) = match feature {
+        // Through all: the profile's copies where the cut may leave the solid (unit depth:
+        // the copies are in model units), and no depth to fit.
+        Feature::Extrude(_) if through_all => (Motion::Extrude { depth: 1.0 }, through_offsets(&on), Vec::new()),
         Feature::Extrude(extrude) => {
             let copies = offsets(&extrude.extent);
             let spans =
@@ -334,6 +361,7 @@ pub fn propose(
     let fits_depth = match motion {
         Motion::Extrude { depth } => {
             depth > 0.0
+                && !through_all
                 && samples.iter().any(|c| !is_on_plane(&c.sample))
                 && depth_on_picture(&model, &numbers, depth) >= super::thickness::MIN_FITTED_DEPTH_PX
         }

@@ -487,3 +487,59 @@ fn a_bent_pipes_bore_is_read_off_its_far_end() {
     assert_eq!(proposal.regular, Regularised { squared: 0, concentric: 1 });
     assert!(proposal.after_px < 0.5 && proposal.before_px > 1.5, "{} -> {} px", proposal.before_px, proposal.after_px);
 }
+
+#[test]
+fn a_through_holes_radius_is_read_off_the_face_it_comes_out_on() {
+    // A plate from z = 0 to z = 6 with a through hole of radius 5 about (0, 0). The hole is
+    // drawn on its bottom face (XY, hidden from the isometric camera), radius 6.5: only its
+    // way out on the top face is drawn, in the target and in the candidate.
+    let face = |id: &str, z: f64, normal: f64| freecad_bridge::state::Face {
+        id: id.into(),
+        kind: freecad_bridge::state::FaceKind::Plane,
+        area: 1600.0,
+        centroid: [0.0, 0.0, z],
+        normal: Some([0.0, 0.0, normal]),
+        axis: None,
+        center: None,
+        radius: None,
+        minor_radius: None,
+        semi_angle: None,
+        edges: Vec::new(),
+    };
+    let mut plate = ModelState::empty();
+    plate.faces = vec![face("F1", 0.0, -1.0), face("F2", 6.0, 1.0)];
+    plate.bbox = Some(freecad_bridge::state::BoundingBox { min: [-20.0, -20.0, 0.0], max: [20.0, 20.0, 6.0] });
+    let circle = |r: f64, z: f64| {
+        (0..=720)
+            .map(|k| {
+                let a = std::f64::consts::TAU * k as f64 / 720.0;
+                Point3::new(r * a.cos(), r * a.sin(), z)
+            })
+            .collect::<Vec<_>>()
+    };
+    let lines = Picture::of(vec![circle(5.0, 6.0)]).ids.edge.iter().map(|&e| e != NO_ENTITY).collect::<Vec<_>>();
+    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+    let hole: Sketch = serde_json::from_value(serde_json::json!({"name": "S2", "on": "XY", "primitives": [
+        {"type": "circle", "center": [0.0, 0.0], "radius": 6.5}]}))
+    .expect("a sketch");
+    let cut = Feature::Extrude(Extrude {
+        profile: "S2".into(),
+        mode: Mode::Cut,
+        extent: Extent::ThroughAll { symmetric: false },
+        reversed: false,
+    });
+    let proposal = propose(
+        &hole,
+        &cut,
+        on(&plate, &xy()),
+        &camera(),
+        Picture::of(vec![circle(6.5, 6.0)]).render(),
+        still(),
+        &target,
+        Moves::Fit,
+    )
+    .expect("the way out is scored");
+    let Primitive::Circle { radius, .. } = proposal.sketch.primitives[0] else { panic!("a circle") };
+    assert!((radius - 5.0).abs() < 0.3, "radius {radius}");
+    assert!(proposal.samples >= 40, "{} samples on the way out", proposal.samples);
+}
