@@ -29,6 +29,10 @@ use super::{EDGE_CAP, TargetPixels};
 /// 4.45 px of misfit); at 14 px they land, and the oracle's exact candidates still move
 /// nothing (the search goes to the nearest good value, not the best in reach).
 pub const POINT_REACH_PX: f64 = 14.0;
+/// The cap of the first search where the usual one ends this far from the target's lines
+/// (pixels, on average): a corner drawn 9 px off has no pull under [`EDGE_CAP`].
+const WIDE_FROM_PX: f64 = 1.0;
+const WIDE_CAP: f64 = 12.0;
 /// How far across its own axis a revolve's profile may be put back on it
 /// ([`super::onto_axis`]), in pixels of the outline: a hair, not a fit.
 pub const AXIS_REACH_PX: f64 = 8.0;
@@ -221,15 +225,15 @@ impl Model<'_> {
 
 /// The target's distance to lines running in direction `bin` at a (fractional) pixel,
 /// bilinear, capped.
-fn line_distance(target: &TargetPixels, bin: usize, x: f64, y: f64) -> f64 {
+fn line_distance(target: &TargetPixels, bin: usize, x: f64, y: f64, cap: f64) -> f64 {
     let size = target.size as usize;
     // The four pixels around it must all be inside the picture.
     let (x0, y0) = ((x - 0.5).floor(), (y - 0.5).floor());
     if x0 < 0.0 || y0 < 0.0 || x0 + 1.0 >= size as f64 || y0 + 1.0 >= size as f64 {
-        return EDGE_CAP;
+        return cap;
     }
     let field = &target.oriented[bin];
-    super::bilinear(x, y, |i, j| f64::from(field[j as usize * size + i as usize])).min(EDGE_CAP)
+    super::bilinear(x, y, |i, j| f64::from(field[j as usize * size + i as usize])).min(cap)
 }
 
 /// The copies of the profile an extent makes, in depths along the sketch normal (which side
@@ -344,18 +348,20 @@ pub fn propose(
     if samples.is_empty() {
         return None;
     }
-    let cost = |n: &Numbers| -> f64 {
+    let capped = |n: &Numbers, cap: f64| -> f64 {
         let total: f64 = samples
             .iter()
             .map(|c| {
-                model.sample_pixel(n, &c.sample).map_or(EDGE_CAP, |(x, y)| {
+                model.sample_pixel(n, &c.sample).map_or(cap, |(x, y)| {
                     let (tx, ty) = align.on_target(x, y);
-                    line_distance(target, c.bin, tx, ty)
+                    line_distance(target, c.bin, tx, ty, cap)
                 })
             })
             .sum();
         total / samples.len() as f64
     };
+    let cost = |n: &Numbers| capped(n, EDGE_CAP);
+    let wide = |n: &Numbers| capped(n, WIDE_CAP);
     let before_px = cost(&numbers);
     let reach = POINT_REACH_PX / px_per_unit;
     let fits_depth = match motion {
@@ -406,6 +412,15 @@ pub fn propose(
     };
     let (start, concentric) = on_path.unwrap_or_else(|| (numbers.clone(), 0));
     let (best, after_px) = search(&start, &cost, &ties, reach, px_per_unit, moving);
+    // Where the drawing lies beyond the capped cost's reach (it is flat past EDGE_CAP), the
+    // search again from where a wider cap leads it; the better of the two by the usual cost.
+    let (best, after_px) = if after_px > WIDE_FROM_PX {
+        let (led, _) = search(&start, &wide, &ties, reach, px_per_unit, moving);
+        let (again, again_px) = search(&led, &cost, &ties, reach, px_per_unit, moving);
+        if again_px < after_px { (again, again_px) } else { (best, after_px) }
+    } else {
+        (best, after_px)
+    };
     let free = proposal(&best, after_px, Regularised { squared: 0, concentric });
     // The drawing made regular where it is near it, searched again keeping it so.
     if let Some(regular) = super::regular::find(&numbers, &best, &model.shapes, px_per_unit) {
