@@ -27,6 +27,7 @@
 //! candidate is rebuilt as drawn.
 
 pub mod dimensions;
+pub mod edge_size;
 pub mod program;
 pub mod regular;
 pub mod rename;
@@ -622,6 +623,26 @@ pub fn moved_edges(before: (&IdBuffers, Alignment), after: (&IdBuffers, Alignmen
     let (before_px, n_before) = only(before, after.0);
     let (after_px, n_after) = only(after, before.0);
     Moved { before_px, after_px, pixels: n_before + n_after }
+}
+
+/// The mean distance (pixels, capped at [`EDGE_CAP`]) of a picture's edges to the target's
+/// lines with the picture lined up as `align` says: pictures of one model with a number
+/// changed, compared under one alignment, differ only where the number moved edges.
+pub fn edge_distance_at(ids: &IdBuffers, align: Alignment, target: &TargetPixels) -> f64 {
+    let (w, h) = (ids.width as i64, ids.height as i64);
+    let (mut sum, mut count) = (0.0, 0usize);
+    for i in (0..ids.edge.len()).filter(|&i| ids.edge[i] != NO_ENTITY) {
+        let (x, y) = ((i as i64) % w, (i as i64) / w);
+        let (fx, fy) = align.on_target(x as f64 + 0.5, y as f64 + 0.5);
+        let (tx, ty) = (fx.floor() as i64, fy.floor() as i64);
+        sum += if (0..w).contains(&tx) && (0..h).contains(&ty) {
+            f64::from(target.line_distance[(ty * w + tx) as usize]).min(EDGE_CAP)
+        } else {
+            EDGE_CAP
+        };
+        count += 1;
+    }
+    if count == 0 { EDGE_CAP } else { sum / count as f64 }
 }
 
 /// How far (pixels, each axis) around the silhouettes' alignment the edges are lined up.

@@ -31,7 +31,7 @@ use super::{EDGE_CAP, TargetPixels};
 pub const POINT_REACH_PX: f64 = 14.0;
 /// The cap of the first search where the usual one ends this far from the target's lines
 /// (pixels, on average): a corner drawn 9 px off has no pull under [`EDGE_CAP`].
-const WIDE_FROM_PX: f64 = 1.0;
+const WIDE_FROM_PX: f64 = 0.5;
 const WIDE_CAP: f64 = 12.0;
 /// How far across its own axis a revolve's profile may be put back on it
 /// ([`super::onto_axis`]), in pixels of the outline: a hair, not a fit.
@@ -461,7 +461,7 @@ fn is_on_plane(sample: &Sample) -> bool {
     matches!(sample, Sample::Along { place, .. } if *place == 0.0)
 }
 
-fn pixels_per_unit(camera: &Camera) -> f64 {
+pub(super) fn pixels_per_unit(camera: &Camera) -> f64 {
     match camera.projection {
         views::Projection::Orthographic { pixels_per_unit } => pixels_per_unit,
         // A perspective outline: its scale at the eye's distance from the origin.
