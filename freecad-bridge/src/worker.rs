@@ -187,6 +187,8 @@ impl WorkerProcess {
             .env("PYTHONNOUSERSITE", "1")
             .env("FREECAD_USER_HOME", home.path())
             .env("HOME", home.path())
+            // The fault plan of a caller that set it (the CLI's fault tests and benchmarks).
+            .envs(std::env::var_os(FAULT_ENV).map(|plan| (FAULT_ENV, plan)))
             .envs(config.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
