@@ -120,8 +120,26 @@ pub(super) enum Shape {
 /// (an extrusion's straight edge at a corner, a revolve's circle).
 #[derive(Debug, Clone, Copy)]
 enum Sample {
-    Along { shape: usize, s: f64, place: f64 },
+    Along { shape: usize, s: f64, place: Place },
     Across { point: usize, s: f64, span: (f64, f64) },
+}
+
+/// Where a copy of the profile lies along the feature's motion.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Place {
+    /// A share of the motion (see [`Motion`]): it moves with a fitted depth.
+    Of(f64),
+    /// Model units along an extrusion's normal, which a fitted depth does not move: where a
+    /// face of the model parallel to the sketch meets the feature's sides.
+    At(f64),
+}
+
+impl Place {
+    fn share(self) -> f64 {
+        match self {
+            Place::Of(v) | Place::At(v) => v,
+        }
+    }
 }
 
 /// How the feature carries its profile.
@@ -178,16 +196,19 @@ impl Model<'_> {
     }
 
     /// The pixel (outline's camera) of sketch point `uv` carried to `place`.
-    fn pixel(&self, n: &Numbers, uv: [f64; 2], place: f64) -> Option<(f64, f64)> {
+    fn pixel(&self, n: &Numbers, uv: [f64; 2], place: Place) -> Option<(f64, f64)> {
         self.project(self.point(n, uv, place)?)
     }
 
     /// Sketch point `uv` carried to `place`, in model space.
-    fn point(&self, n: &Numbers, uv: [f64; 2], place: f64) -> Option<Vector3<f64>> {
+    fn point(&self, n: &Numbers, uv: [f64; 2], place: Place) -> Option<Vector3<f64>> {
         let p = Vector3::from(self.frame.to_global(uv[0], uv[1]));
         let normal = Vector3::from(self.frame.normal);
         let q = match self.motion {
-            Motion::Extrude { depth } => p + normal * (place * depth * n.depth_scale),
+            Motion::Extrude { depth } => match place {
+                Place::Of(share) => p + normal * (share * depth * n.depth_scale),
+                Place::At(along) => p + normal * along,
+            },
             // The drawing's plane moves with its offset from its reference.
             Motion::Lift { offset } => p + normal * (offset * (n.depth_scale - 1.0)),
             Motion::Revolve { point, direction } => {
@@ -197,10 +218,10 @@ impl Model<'_> {
                 let axis = axis.try_normalize(1e-12)?;
                 let rel = p - origin;
                 // Rodrigues' rotation of the point about the axis.
-                let (sin, cos) = place.sin_cos();
+                let (sin, cos) = place.share().sin_cos();
                 origin + rel * cos + axis.cross(&rel) * sin + axis * axis.dot(&rel) * (1.0 - cos)
             }
-            Motion::Sweep(_) if place == 0.0 => p,
+            Motion::Sweep(_) if place == Place::Of(0.0) => p,
             Motion::Sweep(carry) => carry.carried(p),
         };
         Some(q)
@@ -218,7 +239,7 @@ impl Model<'_> {
     fn sample_point(&self, n: &Numbers, sample: &Sample) -> Option<Vector3<f64>> {
         match *sample {
             Sample::Along { shape, s, place } => self.point(n, self.uv(n, self.shapes[shape].1, s)?, place),
-            Sample::Across { point, s, span: (a, b) } => self.point(n, n.points[point], a + s * (b - a)),
+            Sample::Across { point, s, span: (a, b) } => self.point(n, n.points[point], Place::Of(a + s * (b - a))),
         }
     }
 }
@@ -247,12 +268,13 @@ fn offsets(extent: &Extent) -> Vec<f64> {
     }
 }
 
-/// A through-all cut's copies of its profile: on its sketch plane, and on every planar face
-/// of the model parallel to it (offsets in model units along the sketch normal). A hole drawn
-/// on a face the target does not show comes out on one it does, and with only the drawn copy
-/// the fit of a wall's hole counted 13 stray samples and shrank it from 4.5 to 1.28 (the
-/// target's, 2.9). A copy where the cut leaves nothing is not drawn, so it counts no sample.
-fn through_offsets(on: &Existing<'_>) -> Vec<f64> {
+/// Where an extrusion's profile crosses the model: its sketch plane, and every planar face of
+/// the model parallel to it within `within` (offsets in model units along the sketch
+/// normal). A hole drawn through all on a face the target does not show comes out on one it
+/// does, and with only the drawn copy the fit of a wall's hole counted 13 stray samples and
+/// shrank it from 4.5 to 1.28 (the target's, 2.9). A copy where the feature's sides do not
+/// meet the face is not drawn, so it counts no sample.
+fn faces_across(on: &Existing<'_>, within: f64) -> Vec<f64> {
     let normal = Vector3::from(on.frame.normal);
     let origin = Vector3::from(on.frame.origin);
     let scale = on.state.bbox.map_or(1.0, |b| b.diagonal()).max(1e-9);
@@ -263,11 +285,21 @@ fn through_offsets(on: &Existing<'_>) -> Vec<f64> {
             continue;
         }
         let offset = (Vector3::from(face.centroid) - origin).dot(&normal);
-        if offsets.iter().all(|o: &f64| (o - offset).abs() > 1e-6 * scale) {
+        if offset.abs() <= within && offsets.iter().all(|o: &f64| (o - offset).abs() > 1e-6 * scale) {
             offsets.push(offset);
         }
     }
     offsets
+}
+
+/// How far along the normal (either way) an extent reaches from its sketch plane.
+fn reach_of(extent: &Extent) -> f64 {
+    match *extent {
+        Extent::OneSide { depth } => depth,
+        Extent::Symmetric { depth } => depth / 2.0,
+        Extent::TwoSides { depth, depth2 } => depth.max(depth2),
+        Extent::ThroughAll { .. } => f64::INFINITY,
+    }
 }
 
 fn depth_of(extent: &Extent) -> Option<f64> {
@@ -319,18 +351,27 @@ pub fn propose(
     let shapes = all_shapes.into_iter().filter(|&(k, _)| !is_construction(&sketch.primitives[k])).collect();
     let through_all = matches!(feature, Feature::Extrude(e) if matches!(e.extent, Extent::ThroughAll { .. }));
     let (motion, copies, spans) = match feature {
-        // Through all: the profile's copies where the cut may leave the solid (unit depth:
-        // the copies are in model units), and no depth to fit.
-        Feature::Extrude(_) if through_all => (Motion::Extrude { depth: 1.0 }, through_offsets(&on), Vec::new()),
-        Feature::Extrude(extrude) => {
-            let copies = offsets(&extrude.extent);
-            let spans =
-                copies.iter().enumerate().flat_map(|(i, &a)| copies[i + 1..].iter().map(move |&b| (a, b))).collect();
-            (Motion::Extrude { depth: depth_of(&extrude.extent).unwrap_or(0.0) }, copies, spans)
+        // Through all: the profile's copies where the cut may leave the solid, and no depth
+        // to fit.
+        Feature::Extrude(_) if through_all => {
+            let copies = faces_across(&on, f64::INFINITY).into_iter().map(Place::At).collect();
+            (Motion::Extrude { depth: 0.0 }, copies, Vec::new())
         }
-        Feature::Section { offset } => (Motion::Lift { offset: *offset }, vec![0.0], Vec::new()),
+        Feature::Extrude(extrude) => {
+            let shares = offsets(&extrude.extent);
+            let spans =
+                shares.iter().enumerate().flat_map(|(i, &a)| shares[i + 1..].iter().map(move |&b| (a, b))).collect();
+            let depth = depth_of(&extrude.extent).unwrap_or(0.0);
+            // And where the model's faces parallel to the sketch cross its sides: a pocket
+            // drawn on a base plane above the block's top is seen at the top's rim.
+            let within = reach_of(&extrude.extent);
+            let across = faces_across(&on, within).into_iter().filter(|o| *o != 0.0 && o.abs() < within * (1.0 - 1e-6));
+            let copies = shares.into_iter().map(Place::Of).chain(across.map(Place::At)).collect();
+            (Motion::Extrude { depth }, copies, spans)
+        }
+        Feature::Section { offset } => (Motion::Lift { offset: *offset }, vec![Place::Of(0.0)], Vec::new()),
         // The profile and its copy at the far end; the edges along the path are not modelled.
-        Feature::Sweep(carry) => (Motion::Sweep(*carry), vec![0.0, 1.0], Vec::new()),
+        Feature::Sweep(carry) => (Motion::Sweep(*carry), vec![Place::Of(0.0), Place::Of(1.0)], Vec::new()),
         Feature::Revolve { point, direction, angle } => {
             let a = angle.to_radians();
             let motion = Motion::Revolve { point: *point, direction: *direction };
@@ -338,7 +379,7 @@ pub fn propose(
                 // A whole turn: each corner's circle; the profile itself is only a seam.
                 (motion, Vec::new(), vec![(0.0, std::f64::consts::TAU)])
             } else {
-                (motion, vec![0.0, a, -a], vec![(0.0, a), (0.0, -a)])
+                (motion, vec![Place::Of(0.0), Place::Of(a), Place::Of(-a)], vec![(0.0, a), (0.0, -a)])
             }
         }
     };
@@ -368,7 +409,7 @@ pub fn propose(
         Motion::Extrude { depth } => {
             depth > 0.0
                 && !through_all
-                && samples.iter().any(|c| !is_on_plane(&c.sample))
+                && samples.iter().any(|c| moves_with_depth(&c.sample))
                 && depth_on_picture(&model, &numbers, depth) >= super::thickness::MIN_FITTED_DEPTH_PX
         }
         Motion::Lift { offset } => offset.abs() > 0.0,
@@ -457,8 +498,13 @@ fn depth_on_picture(model: &Model, n: &Numbers, depth: f64) -> f64 {
     }
 }
 
-fn is_on_plane(sample: &Sample) -> bool {
-    matches!(sample, Sample::Along { place, .. } if *place == 0.0)
+/// Whether a fitted depth moves the sample.
+fn moves_with_depth(sample: &Sample) -> bool {
+    match sample {
+        Sample::Along { place: Place::Of(share), .. } => *share != 0.0,
+        Sample::Along { place: Place::At(_), .. } => false,
+        Sample::Across { .. } => true,
+    }
 }
 
 pub(super) fn pixels_per_unit(camera: &Camera) -> f64 {
@@ -670,7 +716,7 @@ fn sketch_scale(sketch: &Sketch) -> f64 {
 fn counted_samples(
     model: &Model,
     n: &Numbers,
-    copies: &[f64],
+    copies: &[Place],
     spans: &[(f64, f64)],
     render: Render<'_>,
     px_per_unit: f64,
@@ -757,7 +803,7 @@ fn counted_samples(
         for &(a, b) in spans {
             // A path's length in pixels, from a few chords (a revolve's is a circle).
             let chords = 16;
-            let at = |s: f64| model.pixel(n, n.points[point], a + s * (b - a));
+            let at = |s: f64| model.pixel(n, n.points[point], Place::Of(a + s * (b - a)));
             let chord = |k: usize| match (at(k as f64 / chords as f64), at((k + 1) as f64 / chords as f64)) {
                 (Some(p), Some(q)) => (p.0 - q.0).hypot(p.1 - q.1),
                 _ => 0.0,

@@ -488,11 +488,8 @@ fn a_bent_pipes_bore_is_read_off_its_far_end() {
     assert!(proposal.after_px < 0.5 && proposal.before_px > 1.5, "{} -> {} px", proposal.before_px, proposal.after_px);
 }
 
-#[test]
-fn a_through_holes_radius_is_read_off_the_face_it_comes_out_on() {
-    // A plate from z = 0 to z = 6 with a through hole of radius 5 about (0, 0). The hole is
-    // drawn on its bottom face (XY, hidden from the isometric camera), radius 6.5: only its
-    // way out on the top face is drawn, in the target and in the candidate.
+/// A plate from z = 0 to z = 6, its two large faces listed as the state lists them.
+fn plate_state() -> ModelState {
     let face = |id: &str, z: f64, normal: f64| freecad_bridge::state::Face {
         id: id.into(),
         kind: freecad_bridge::state::FaceKind::Plane,
@@ -509,6 +506,46 @@ fn a_through_holes_radius_is_read_off_the_face_it_comes_out_on() {
     let mut plate = ModelState::empty();
     plate.faces = vec![face("F1", 0.0, -1.0), face("F2", 6.0, 1.0)];
     plate.bbox = Some(freecad_bridge::state::BoundingBox { min: [-20.0, -20.0, 0.0], max: [20.0, 20.0, 6.0] });
+    plate
+}
+
+#[test]
+fn a_pocket_drawn_above_the_plate_is_read_off_its_rim() {
+    // The pocket is drawn on a plane 2 above the plate's top, 5 deep: its outline on the
+    // plane and its floor are not drawn (the floor hidden, say), only its rim on the top.
+    let true_rim = [[-10.0, -7.0], [10.0, -7.0], [10.0, 7.0], [-10.0, 7.0]];
+    let drawn = [[-11.5, -8.2], [11.3, -8.2], [11.3, 8.4], [-11.5, 8.4]];
+    let rim = |c: [[f64; 2]; 4]| {
+        (0..4).map(|i| ([c[i][0], c[i][1], 6.0], [c[(i + 1) % 4][0], c[(i + 1) % 4][1], 6.0])).collect::<Vec<_>>()
+    };
+    let lines = segments(&rim(true_rim));
+    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+    let above = Frame { origin: [0.0, 0.0, 8.0], ..xy() };
+    let mut pocket = pad(5.0);
+    pocket.mode = Mode::Cut;
+    let plate = plate_state();
+    let proposal = propose(
+        &rectangle("S2", drawn),
+        &Feature::Extrude(pocket),
+        on(&plate, &above),
+        &camera(),
+        Picture::of_segments(&rim(drawn)).render(),
+        still(),
+        &target,
+        Moves::Fit,
+    )
+    .expect("the rim is scored");
+    for (got, want) in corners_of(&proposal.sketch).iter().zip(true_rim) {
+        assert!((got[0] - want[0]).abs() < 0.4 && (got[1] - want[1]).abs() < 0.4, "{got:?} against {want:?}");
+    }
+}
+
+#[test]
+fn a_through_holes_radius_is_read_off_the_face_it_comes_out_on() {
+    // A plate from z = 0 to z = 6 with a through hole of radius 5 about (0, 0). The hole is
+    // drawn on its bottom face (XY, hidden from the isometric camera), radius 6.5: only its
+    // way out on the top face is drawn, in the target and in the candidate.
+    let plate = plate_state();
     let circle = |r: f64, z: f64| {
         (0..=720)
             .map(|k| {
