@@ -208,14 +208,14 @@ fn twenty_evaluations_of_the_same_predictions_give_the_same_report() {
                 let parsed: Value = serde_json::from_str(&report).expect("JSON");
                 assert_eq!(parsed["n_compiled"], 5, "{report}");
                 // The same program on both sides is the same solid, edited or not: the
-                // prediction is built in a worker of its own.
+                // prediction is built in a worker of its own, and the plain boolean scores
+                // it (to the last bits of the common part's volume: a clean clone's run
+                // gave 0.9999999999999997).
                 let samples = parsed["samples"].as_array().expect("samples");
                 let handle = samples.iter().find(|s| s["id"] == "d").expect("sample d");
-                assert_eq!(
-                    (handle["iou"].as_f64(), handle["iou_method"].as_str()),
-                    (Some(1.0), Some("exact")),
-                    "{protocol}"
-                );
+                let iou = handle["iou"].as_f64().expect("an IoU");
+                assert!(iou > 1.0 - 1e-9, "{protocol}: IoU {iou}");
+                assert_eq!(handle["iou_method"].as_str(), Some("exact"), "{protocol}");
                 first[slot] = Some(report);
             }
             Some(f) => assert!(*f == report, "run {run} ({protocol}) gave another report"),
