@@ -1,5 +1,6 @@
 //! One sample through the kernel: read or build both models (editing them for `edit10`),
-//! measure, normalise, mesh and intersect (one request), sample, compare.
+//! measure, normalise, mesh (one request), intersect (another, within its own time limit),
+//! sample, compare.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -118,8 +119,8 @@ impl Phase {
 /// A STEP file under `static` goes straight into the worker's memory; a program, an FCStd
 /// document, or any model under `edit10`, is built in the document first. The ground truth
 /// comes first, in the session's worker; the prediction in a fresh one, to which the ground
-/// truth's shape is carried in a file. That worker keeps both shapes for the one request
-/// that meshes and intersects them.
+/// truth's shape is carried in a file. That worker keeps both shapes for the requests that
+/// mesh and intersect them.
 pub fn evaluate_pair(session: &mut Session, pair: &Pair, options: &EvalOptions) -> Result<Detailed, EvalError> {
     evaluate_pair_in_phases(session, pair, options, &Phase::default())
 }
@@ -267,13 +268,10 @@ fn score(
         .map_err(|e| Failure::Prediction(format!("cannot normalise the prediction: {e}")))?;
     let gt_t = transform(options.normalization, gt_props)
         .map_err(|e| Failure::GroundTruth(format!("cannot normalise: {e}")))?;
-    // Inertia picks its sign flip from the samples, after the booleans would have run:
-    // its booleans come later, on the flipped transform.
-    let booleans_now = !options.voxel_only && options.normalization != Normalization::Inertia;
     let compare_started = Instant::now();
     let compared = session
-        .compare_kept(&pred_t, &gt_t, LINEAR_DEFLECTION, ANGULAR_DEFLECTION, booleans_now)
-        .map_err(|e| Failure::Evaluator(format!("cannot mesh or intersect the two solids: {e}")))?;
+        .compare_kept(&pred_t, &gt_t, LINEAR_DEFLECTION, ANGULAR_DEFLECTION, false)
+        .map_err(|e| Failure::Evaluator(format!("cannot mesh the two solids: {e}")))?;
     let gt_mesh =
         Mesh::from_flat(compared.ground_truth).map_err(|e| Failure::GroundTruth(format!("cannot mesh: {e}")))?;
     let pred_mesh = Mesh::from_flat(compared.prediction)
@@ -310,44 +308,54 @@ fn score(
     stages.metrics = metrics_started.elapsed().as_secs_f64();
 
     let boolean_started = Instant::now();
+    // Each boolean within a limit of its own: near-coincident curved faces can keep the kernel
+    // busy for minutes (a swept handle against a copy built in another process ran past the
+    // worker's 120 s limit, and the sample was lost four times over). Past it, the voxel IoU
+    // stands in. (Inertia picks its sign flip from the samples first: `pred_t` is flipped.)
+    let limit = session.call_timeout() / 2;
+    // The outer error: no answer (the worker's trouble, or the limit); the inner: the
+    // kernel's answer as an IoU, or why it is none.
+    let intersect = |session: &mut Session, fuzzy: Option<f64>| -> Result<Result<f64, String>, (String, bool)> {
+        match session.intersect_kept_within(&pred_t, &gt_t, fuzzy, limit) {
+            Ok(Some(c)) => Ok(exact_from(&c.common, &c.boolean_error, c.volume_prediction, c.volume_ground_truth)),
+            Ok(None) => Err((format!("the boolean took longer than {:.0} s", limit.as_secs_f64()), true)),
+            Err(e) => Err((e.to_string(), false)),
+        }
+    };
+    let mut ran_out = false;
     let mut exact = if options.voxel_only {
         Err("voxel IoU asked for".to_string())
-    } else if booleans_now {
-        exact_from(&compared.common, &compared.boolean_error, compared.volume_prediction, compared.volume_ground_truth)
     } else {
-        // The flipped prediction against the ground truth; the meshes are not needed again.
-        session
-            .intersect_kept(&pred_t, &gt_t, None)
-            .map_err(|e| e.to_string())
-            .and_then(|c| exact_from(&c.common, &c.boolean_error, c.volume_prediction, c.volume_ground_truth))
+        intersect(session, None).unwrap_or_else(|(e, out)| {
+            ran_out = out;
+            Err(e)
+        })
     };
     // The plain boolean failed or its common part contradicts the surfaces: the fuzzy one.
     let plain_doubtful = exact.as_ref().map_or(true, |iou| implausible(*iou, distances.hd95));
     let mut fuzzy = false;
-    let fuzzy_started = Instant::now();
-    if !options.voxel_only && plain_doubtful {
+    if !options.voxel_only && plain_doubtful && !ran_out {
         for tolerance in FUZZY {
-            match session.intersect_kept(&pred_t, &gt_t, Some(tolerance)) {
-                Ok(c) => {
-                    let retry = exact_from(&c.common, &c.boolean_error, c.volume_prediction, c.volume_ground_truth);
+            match intersect(session, Some(tolerance)) {
+                Ok(retry) => {
                     if retry.as_ref().is_ok_and(|iou| !implausible(*iou, distances.hd95)) {
                         tracing::info!("{}: plain boolean {exact:?}; fuzzy ({tolerance}) {retry:?}", pair.id);
                         (exact, fuzzy) = (retry, true);
                         break;
                     }
                 }
-                Err(e) => {
+                Err((e, out)) => {
+                    ran_out = out;
                     tracing::info!("{}: the fuzzy boolean ({tolerance}) failed: {e}", pair.id);
                     break;
                 }
             }
         }
     }
-    if booleans_now {
-        stages.boolean += fuzzy_started.elapsed().as_secs_f64();
-    } else {
-        stages.boolean = boolean_started.elapsed().as_secs_f64();
+    if ran_out {
+        tracing::warn!("{}: the exact boolean ran out of time ({exact:?}); the voxel IoU stands in", pair.id);
     }
+    stages.boolean = boolean_started.elapsed().as_secs_f64();
     let voxel_started = Instant::now();
     let suspicious = exact.as_ref().is_ok_and(|iou| implausible(*iou, distances.hd95));
     let voxel = if exact.is_err() || options.voxel_check || suspicious {

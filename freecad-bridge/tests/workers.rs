@@ -67,6 +67,20 @@ fn a_hanging_worker_hits_its_timeout_and_is_replaced() {
 }
 
 #[test]
+fn a_request_past_the_callers_own_limit_stops_its_worker_without_counting_it_lost() {
+    let mut s = Session::new(freecad_bridge::testing::config()).expect("worker");
+    s.execute_program(&example("box")).expect("box");
+    let pid = s.worker_pid();
+    let done = s.sleep_in_worker_within(Duration::from_secs(600), Duration::from_millis(500)).expect("no error");
+    assert!(!done, "a 10-minute call cannot finish in half a second");
+    assert_eq!(s.replacements(), 0, "a limit the caller chose is no lost worker");
+    assert_ne!(s.worker_pid(), pid, "the busy worker was stopped");
+    // The next request starts a worker and replays the document into it.
+    assert_close(s.query_state().expect("state").volume, 1000.0, "volume after the stop");
+    assert!(s.sleep_in_worker_within(Duration::from_millis(10), Duration::from_secs(30)).expect("no error"));
+}
+
+#[test]
 fn a_pool_runs_programs_in_parallel_and_recycles_workers() {
     let names = ["box", "fillet_box", "flange_revolve", "loft_frustum", "pipe_sweep"];
     let programs: Vec<_> = names.iter().map(|n| example(n)).collect();

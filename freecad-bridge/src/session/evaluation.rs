@@ -219,6 +219,25 @@ impl Session {
         };
         self.query(request, "comparison")
     }
+
+    /// [`Session::intersect_kept`] within `limit`: `Ok(None)` when the boolean takes longer.
+    /// OpenCASCADE's booleans of near-coincident curved faces can run for minutes; the worker
+    /// is then stopped (its kept shapes with it) without counting as lost, so a caller can go
+    /// on without the boolean (an evaluation with the voxel IoU).
+    pub fn intersect_kept_within(
+        &mut self,
+        transform_prediction: &Similarity,
+        transform_ground_truth: &Similarity,
+        fuzzy: Option<f64>,
+        limit: std::time::Duration,
+    ) -> Result<Option<KeptComparison>, BridgeError> {
+        let request = Request::IntersectKept {
+            transform_prediction: *transform_prediction,
+            transform_ground_truth: *transform_ground_truth,
+            fuzzy,
+        };
+        self.query_within(request, "comparison", limit)
+    }
 }
 
 fn absolute_text(path: &Path) -> Result<String, BridgeError> {

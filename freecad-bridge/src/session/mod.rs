@@ -171,6 +171,11 @@ impl Session {
         self.worker.as_ref().map(WorkerProcess::pid)
     }
 
+    /// How long one request may take before its worker is stopped ([`WorkerConfig`]).
+    pub fn call_timeout(&self) -> Duration {
+        self.config.call_timeout
+    }
+
     /// How many times a lost worker was replaced.
     pub fn replacements(&self) -> usize {
         self.replacements
@@ -399,6 +404,13 @@ impl Session {
     pub fn sleep_in_worker(&mut self, duration: Duration) -> Result<(), BridgeError> {
         self.query::<serde::de::IgnoredAny>(Request::DebugSleep { seconds: duration.as_secs_f64() }, "reply")
             .map(|_| ())
+    }
+
+    /// Keep the worker busy for `duration`, within the caller's `limit` (diagnostics: exercises
+    /// [`Session::intersect_kept_within`]'s bound). `Ok(false)`: stopped at the limit.
+    pub fn sleep_in_worker_within(&mut self, duration: Duration, limit: Duration) -> Result<bool, BridgeError> {
+        let request = Request::DebugSleep { seconds: duration.as_secs_f64() };
+        self.query_within::<serde::de::IgnoredAny>(request, "reply", limit).map(|done| done.is_some())
     }
 
     /// What `command` would do, without changing the document: the model after it and the

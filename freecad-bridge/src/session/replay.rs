@@ -106,6 +106,45 @@ impl Session {
         }
     }
 
+    /// [`Session::query`] with the caller's own limit on its time: `Ok(None)` when the worker
+    /// took longer. The worker is then stopped and dropped, not counted as lost (the caller
+    /// chose the limit, and a job is not run again for it), and the next request starts
+    /// another, which replays the log.
+    pub(super) fn query_within<T: serde::de::DeserializeOwned>(
+        &mut self,
+        request: Request,
+        what: &str,
+        limit: std::time::Duration,
+    ) -> Result<Option<T>, BridgeError> {
+        if self.worker.is_none() {
+            self.rebuild().map_err(BridgeError::Worker)?;
+        }
+        let Some(worker) = self.worker.as_mut() else {
+            return Err(BridgeError::Worker(CallError::Spawn("no worker".into())));
+        };
+        self.served += 1;
+        match worker.call(&request.to_value(), limit.min(self.config.call_timeout)) {
+            Ok(v) => serde_json::from_value(v).map(Some).map_err(|e| protocol(format!("bad {what}: {e}"))),
+            Err(CallError::Timeout { during, seconds }) => {
+                tracing::info!("{during} took longer than {seconds:.1} s: its worker is stopped");
+                self.worker = None;
+                Ok(None)
+            }
+            Err(CallError::Rejected { reason, entity, kind }) => {
+                Err(BridgeError::Worker(CallError::Rejected { reason, entity, kind }))
+            }
+            Err(lost) => {
+                tracing::warn!("{lost}; replacing the worker and replaying {} requests", self.log.len());
+                self.worker = None;
+                self.replacements += 1;
+                match self.rebuild() {
+                    Ok(()) => Err(BridgeError::WorkerLost { source: lost }),
+                    Err(rebuild) => Err(BridgeError::RebuildFailed { source: lost, rebuild: Box::new(rebuild) }),
+                }
+            }
+        }
+    }
+
     /// Send one request. The outer error is a lost worker (already replaced, document
     /// rebuilt); the inner one is FreeCAD refusing the request.
     pub(super) fn call(&mut self, request: Request, logged: bool) -> Result<Result<Value, Refusal>, BridgeError> {
