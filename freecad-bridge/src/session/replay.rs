@@ -133,15 +133,18 @@ impl Session {
             Err(CallError::Rejected { reason, entity, kind }) => {
                 Err(BridgeError::Worker(CallError::Rejected { reason, entity, kind }))
             }
-            Err(lost) => {
-                tracing::warn!("{lost}; replacing the worker and replaying {} requests", self.log.len());
-                self.worker = None;
-                self.replacements += 1;
-                match self.rebuild() {
-                    Ok(()) => Err(BridgeError::WorkerLost { source: lost }),
-                    Err(rebuild) => Err(BridgeError::RebuildFailed { source: lost, rebuild: Box::new(rebuild) }),
-                }
-            }
+            Err(lost) => Err(self.replace_lost(lost)),
+        }
+    }
+
+    /// A worker lost during a request: replace it, replay the log, and say so.
+    fn replace_lost(&mut self, lost: CallError) -> BridgeError {
+        tracing::warn!("{lost}; replacing the worker and replaying {} requests", self.log.len());
+        self.worker = None;
+        self.replacements += 1;
+        match self.rebuild() {
+            Ok(()) => BridgeError::WorkerLost { source: lost },
+            Err(rebuild) => BridgeError::RebuildFailed { source: lost, rebuild: Box::new(rebuild) },
         }
     }
 
@@ -176,15 +179,7 @@ impl Session {
                 Ok(Ok(v))
             }
             Err(CallError::Rejected { reason, entity, kind }) => Ok(Err(Refusal { reason, entity, kind })),
-            Err(lost) => {
-                tracing::warn!("{lost}; replacing the worker and replaying {} requests", self.log.len());
-                self.worker = None;
-                self.replacements += 1;
-                match self.rebuild() {
-                    Ok(()) => Err(BridgeError::WorkerLost { source: lost }),
-                    Err(rebuild) => Err(BridgeError::RebuildFailed { source: lost, rebuild: Box::new(rebuild) }),
-                }
-            }
+            Err(lost) => Err(self.replace_lost(lost)),
         }
     }
 
