@@ -17,12 +17,19 @@ use views::SketchMeta;
 /// sampled points in view coordinates, one line each, then its vertices, one point each.
 pub fn projected_table(meta: &SketchMeta, state: &ModelState) -> String {
     let mut out = String::new();
-    for e in meta.edges.iter().filter(|e| state.in_active_body(&e.id)) {
-        // The edges the picture shows, labelled there: a tie to one beside the grid is as
-        // good as to one on it.
-        if !e.points.iter().any(|p| views::in_sketch_picture(*p)) {
-            continue;
-        }
+    // The edges the picture shows, labelled there (a tie to one beside the grid is as good
+    // as to one on it), and every edge lying in the sketch plane, listed first: a reader
+    // looked for them among forty-sample edges, and one sketching on the end face of a pipe
+    // it had drawn larger than S_t did not find the face's circle (the face lay outside
+    // the picture).
+    let mut edges: Vec<_> = meta
+        .edges
+        .iter()
+        .filter(|e| state.in_active_body(&e.id))
+        .filter(|e| e.in_plane || e.points.iter().any(|p| views::in_sketch_picture(*p)))
+        .collect();
+    edges.sort_by_key(|e| !e.in_plane);
+    for e in edges {
         let pts: Vec<String> = e.points.iter().map(|p| point(*p)).collect();
         out.push_str(&format!("{}{}: {}\n", e.id, if e.in_plane { " (in plane)" } else { "" }, pts.join(" ")));
     }
@@ -36,7 +43,7 @@ pub fn projected_table(meta: &SketchMeta, state: &ModelState) -> String {
         .iter()
         .filter(|v| state.in_active_body(&v.id))
         .map(|v| (v.id.as_str(), meta.frame.height(v.point).abs() <= tolerance, meta.world_to_view(v.point)))
-        .filter(|(_, _, p)| views::in_sketch_picture(*p))
+        .filter(|(_, in_plane, p)| *in_plane || views::in_sketch_picture(*p))
         .map(|(id, in_plane, p)| (id, in_plane, point(p)))
         .collect();
     vertices.sort_by_key(|v| !v.1);

@@ -933,6 +933,11 @@ fn stage_two_lists_the_vertices_where_the_edges_end() {
         .and_then(|e| e["request"]["text"].as_str())
         .expect("a Stage 2 request for the second sketch");
     let table = second.split("```").nth(1).expect("the projected table");
+    // The edges lying in the sketch plane come first: a reader had to search for them.
+    let edge_lines: Vec<&str> = table.lines().filter(|l| l.starts_with('E')).collect();
+    let in_plane = edge_lines.iter().take_while(|l| l.contains("(in plane)")).count();
+    assert!(in_plane >= 4, "the top face's edges first:\n{table}");
+    assert!(edge_lines[in_plane..].iter().all(|l| !l.contains("(in plane)")), "{table}");
     let lines: Vec<&str> = table.lines().filter(|l| l.contains("(in plane)")).collect();
     let (vertices, edges): (Vec<&str>, Vec<&str>) = lines.iter().partition(|l| l.starts_with('V'));
     assert_eq!(vertices.len(), 4, "the top face's corners:\n{table}");
