@@ -270,7 +270,7 @@ fn score(
         .map_err(|e| Failure::GroundTruth(format!("cannot normalise: {e}")))?;
     let compare_started = Instant::now();
     let compared = session
-        .compare_kept(&pred_t, &gt_t, LINEAR_DEFLECTION, ANGULAR_DEFLECTION, false)
+        .compare_kept(&pred_t, &gt_t, LINEAR_DEFLECTION, ANGULAR_DEFLECTION)
         .map_err(|e| Failure::Evaluator(format!("cannot mesh the two solids: {e}")))?;
     let gt_mesh =
         Mesh::from_flat(compared.ground_truth).map_err(|e| Failure::GroundTruth(format!("cannot mesh: {e}")))?;

@@ -92,13 +92,12 @@ pub enum Request {
         slot: KeptSlot,
         path: String,
     },
-    /// Mesh the two kept shapes, transformed, and with `booleans` intersect them.
+    /// Mesh the two kept shapes, transformed.
     CompareKept {
         transform_prediction: Similarity,
         transform_ground_truth: Similarity,
         linear_deflection: f64,
         angular_deflection: f64,
-        booleans: bool,
     },
     /// Only the exact common volume of the two kept shapes, transformed (no meshes); with
     /// `fuzzy`, a fuzzy boolean: faces closer than that (model units) count as one.

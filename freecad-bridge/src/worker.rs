@@ -165,10 +165,9 @@ impl WorkerProcess {
         let preload = home.path().join(SOLVER_THREADS_NAME);
         std::fs::write(&preload, SOLVER_THREADS)
             .map_err(|e| CallError::Spawn(format!("cannot write {}: {e}", preload.display())))?;
-        // Only these variables: Python copies the environment into its heap at start, so
-        // the caller's variables (a test runner's paths, a shell's `_`) moved the heap, and
-        // with it where an edit's sketch solve landed: one program's edit gave other
-        // volumes under another environment.
+        // Only these variables: what FreeCAD computes must not depend on who starts it (a
+        // shell, a test runner), and nothing of the caller's (an API key above all) has any
+        // business in the kernel.
         let mut child = process
             .args(&config.args)
             .env_clear()

@@ -127,6 +127,19 @@ impl TargetPixels {
             mask,
         }
     }
+
+    /// The distance (pixels, capped at [`EDGE_CAP`]) from a candidate's pixel `(x, y)`, lined
+    /// up on the target by `align`, to the target's nearest line; off the picture, the cap.
+    pub fn line_distance_at(&self, align: Alignment, x: i64, y: i64) -> f64 {
+        let size = i64::from(self.size);
+        let (fx, fy) = align.on_target(x as f64 + 0.5, y as f64 + 0.5);
+        let (tx, ty) = (fx.floor() as i64, fy.floor() as i64);
+        if (0..size).contains(&tx) && (0..size).contains(&ty) {
+            f64::from(self.line_distance[(ty * size + tx) as usize]).min(EDGE_CAP)
+        } else {
+            EDGE_CAP
+        }
+    }
 }
 
 /// How a candidate's picture agrees with the target.
@@ -600,7 +613,7 @@ impl Moved {
 /// part 0.9994 -> 0.9855).
 pub fn moved_edges(before: (&IdBuffers, Alignment), after: (&IdBuffers, Alignment), target: &TargetPixels) -> Moved {
     let only = |(a, align): (&IdBuffers, Alignment), b: &IdBuffers| -> (f64, usize) {
-        let (w, h) = (a.width as i64, a.height as i64);
+        let w = a.width as i64;
         let mut sum = 0.0;
         let mut count = 0;
         for i in (0..a.edge.len()).filter(|&i| a.edge[i] != NO_ENTITY) {
@@ -608,14 +621,7 @@ pub fn moved_edges(before: (&IdBuffers, Alignment), after: (&IdBuffers, Alignmen
             if (-1..=1).any(|dy| (-1..=1).any(|dx| b.edge_at(x + dx, y + dy) != NO_ENTITY)) {
                 continue;
             }
-            let (fx, fy) = align.on_target(x as f64 + 0.5, y as f64 + 0.5);
-            let (tx, ty) = (fx.floor() as i64, fy.floor() as i64);
-            let d = if (0..w).contains(&tx) && (0..h).contains(&ty) {
-                f64::from(target.line_distance[(ty * w + tx) as usize]).min(EDGE_CAP)
-            } else {
-                EDGE_CAP
-            };
-            sum += d;
+            sum += target.line_distance_at(align, x, y);
             count += 1;
         }
         (if count == 0 { 0.0 } else { sum / count as f64 }, count)
@@ -629,17 +635,10 @@ pub fn moved_edges(before: (&IdBuffers, Alignment), after: (&IdBuffers, Alignmen
 /// lines with the picture lined up as `align` says: pictures of one model with a number
 /// changed, compared under one alignment, differ only where the number moved edges.
 pub fn edge_distance_at(ids: &IdBuffers, align: Alignment, target: &TargetPixels) -> f64 {
-    let (w, h) = (ids.width as i64, ids.height as i64);
+    let w = ids.width as i64;
     let (mut sum, mut count) = (0.0, 0usize);
     for i in (0..ids.edge.len()).filter(|&i| ids.edge[i] != NO_ENTITY) {
-        let (x, y) = ((i as i64) % w, (i as i64) / w);
-        let (fx, fy) = align.on_target(x as f64 + 0.5, y as f64 + 0.5);
-        let (tx, ty) = (fx.floor() as i64, fy.floor() as i64);
-        sum += if (0..w).contains(&tx) && (0..h).contains(&ty) {
-            f64::from(target.line_distance[(ty * w + tx) as usize]).min(EDGE_CAP)
-        } else {
-            EDGE_CAP
-        };
+        sum += target.line_distance_at(align, (i as i64) % w, (i as i64) / w);
         count += 1;
     }
     if count == 0 { EDGE_CAP } else { sum / count as f64 }
@@ -674,14 +673,7 @@ pub fn agreement(ids: &IdBuffers, target: &TargetPixels) -> Agreement {
             return EDGE_CAP;
         }
         let align = Alignment { shift: [dx, dy], scale, centre };
-        let sum: f64 = edges
-            .iter()
-            .map(|&(x, y)| {
-                let (tx, ty) = align.on_target(x as f64 + 0.5, y as f64 + 0.5);
-                at(tx.floor() as i64, ty.floor() as i64)
-                    .map_or(EDGE_CAP, |t| f64::from(target.line_distance[t]).min(EDGE_CAP))
-            })
-            .sum();
+        let sum: f64 = edges.iter().map(|&(x, y)| target.line_distance_at(align, x, y)).sum();
         sum / edges.len() as f64
     };
     let mut best = (f64::INFINITY, shift);

@@ -453,8 +453,7 @@ pub fn fit_program(
             None => report.dropped = Some(format!("no {what} in reach agrees better with the target")),
             Some(after) => {
                 let p = &after.picture;
-                let moved =
-                    moved_edges((&built.picture.ids, built.picture.alignment()), (&p.ids, p.alignment()), target);
+                let moved = moved_edges((&built.picture.ids, align), (&p.ids, p.alignment()), target);
                 report.moved = Some(moved);
                 if moved.agrees_better(&before, &p.agreement) {
                     report.after = p.agreement;

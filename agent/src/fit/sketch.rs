@@ -268,9 +268,9 @@ fn offsets(extent: &Extent) -> Vec<f64> {
     }
 }
 
-/// Where an extrusion's profile crosses the model: its sketch plane, and every planar face of
-/// the model parallel to it within `within` (offsets in model units along the sketch
-/// normal). A hole drawn through all on a face the target does not show comes out on one it
+/// Where an extrusion's profile crosses the model besides its sketch plane: every planar face
+/// of the model parallel to it strictly within `within` either way (offsets in model units
+/// along the sketch normal). A hole drawn through all on a face the target does not show comes out on one it
 /// does, and with only the drawn copy the fit of a wall's hole counted 13 stray samples and
 /// shrank it from 4.5 to 1.28 (the target's, 2.9). A copy where the feature's sides do not
 /// meet the face is not drawn, so it counts no sample.
@@ -278,6 +278,7 @@ fn faces_across(on: &Existing<'_>, within: f64) -> Vec<f64> {
     let normal = Vector3::from(on.frame.normal);
     let origin = Vector3::from(on.frame.origin);
     let scale = on.state.bbox.map_or(1.0, |b| b.diagonal()).max(1e-9);
+    // The sketch plane first, so that a face on it is no copy of its own.
     let mut offsets = vec![0.0];
     for face in &on.state.faces {
         let Some(face_normal) = face.normal else { continue };
@@ -285,11 +286,11 @@ fn faces_across(on: &Existing<'_>, within: f64) -> Vec<f64> {
             continue;
         }
         let offset = (Vector3::from(face.centroid) - origin).dot(&normal);
-        if offset.abs() <= within && offsets.iter().all(|o: &f64| (o - offset).abs() > 1e-6 * scale) {
+        if offset.abs() < within * (1.0 - 1e-6) && offsets.iter().all(|o: &f64| (o - offset).abs() > 1e-6 * scale) {
             offsets.push(offset);
         }
     }
-    offsets
+    offsets.split_off(1)
 }
 
 /// How far along the normal (either way) an extent reaches from its sketch plane.
@@ -349,14 +350,9 @@ pub fn propose(
     let ties = Ties::of(sketch, &all_shapes, &numbers, Some(on));
     // Construction geometry makes no edge; it is in the numbers for the constraints on it.
     let shapes = all_shapes.into_iter().filter(|&(k, _)| !is_construction(&sketch.primitives[k])).collect();
-    let through_all = matches!(feature, Feature::Extrude(e) if matches!(e.extent, Extent::ThroughAll { .. }));
     let (motion, copies, spans) = match feature {
-        // Through all: the profile's copies where the cut may leave the solid, and no depth
-        // to fit.
-        Feature::Extrude(_) if through_all => {
-            let copies = faces_across(&on, f64::INFINITY).into_iter().map(Place::At).collect();
-            (Motion::Extrude { depth: 0.0 }, copies, Vec::new())
-        }
+        // Through all has no depth (0: nothing to fit) and one share, its sketch plane; its
+        // other copies are where it crosses the model's faces.
         Feature::Extrude(extrude) => {
             let shares = offsets(&extrude.extent);
             let spans =
@@ -364,9 +360,8 @@ pub fn propose(
             let depth = depth_of(&extrude.extent).unwrap_or(0.0);
             // And where the model's faces parallel to the sketch cross its sides: a pocket
             // drawn on a base plane above the block's top is seen at the top's rim.
-            let within = reach_of(&extrude.extent);
-            let across = faces_across(&on, within).into_iter().filter(|o| *o != 0.0 && o.abs() < within * (1.0 - 1e-6));
-            let copies = shares.into_iter().map(Place::Of).chain(across.map(Place::At)).collect();
+            let across = faces_across(&on, reach_of(&extrude.extent));
+            let copies = shares.into_iter().map(Place::Of).chain(across.into_iter().map(Place::At)).collect();
             (Motion::Extrude { depth }, copies, spans)
         }
         Feature::Section { offset } => (Motion::Lift { offset: *offset }, vec![Place::Of(0.0)], Vec::new()),
@@ -408,7 +403,6 @@ pub fn propose(
     let fits_depth = match motion {
         Motion::Extrude { depth } => {
             depth > 0.0
-                && !through_all
                 && samples.iter().any(|c| moves_with_depth(&c.sample))
                 && depth_on_picture(&model, &numbers, depth) >= super::thickness::MIN_FITTED_DEPTH_PX
         }

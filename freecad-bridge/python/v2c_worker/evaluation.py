@@ -186,7 +186,9 @@ def intersect_kept(req):
 
 
 def compare_kept(req):
-    return _compare_kept(req, mesh=True, booleans=req["booleans"])
+    """Only the meshes of the two kept shapes, transformed: the boolean is a request of its
+    own (`intersect_kept`), which the caller bounds in time."""
+    return _compare_kept(req, mesh=True, booleans=False)
 
 
 def _compare_kept(req, mesh, booleans):

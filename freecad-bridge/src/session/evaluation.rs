@@ -141,7 +141,8 @@ pub struct KeptComparison {
     pub ground_truth: TriangleMesh,
     pub volume_prediction: f64,
     pub volume_ground_truth: f64,
-    /// The volume of the common part; None when booleans were not asked for or failed.
+    /// The volume of the common part ([`Session::intersect_kept_within`]); None from
+    /// [`Session::compare_kept`], or where the boolean failed.
     pub common: Option<f64>,
     /// Why the boolean failed.
     pub boolean_error: Option<String>,
@@ -180,50 +181,33 @@ impl Session {
         self.query::<serde::de::IgnoredAny>(Request::LoadKept { slot, path }, "reply").map(|_| ())
     }
 
-    /// Transform the two kept shapes, mesh each with absolute deflections (in the
-    /// transformed units) and, with `booleans`, intersect them exactly (one common: the
-    /// union's volume follows from the three volumes).
+    /// Transform the two kept shapes and mesh each with absolute deflections (in the
+    /// transformed units), with their volumes.
     pub fn compare_kept(
         &mut self,
         transform_prediction: &Similarity,
         transform_ground_truth: &Similarity,
         linear_deflection: f64,
         angular_deflection: f64,
-        booleans: bool,
     ) -> Result<KeptComparison, BridgeError> {
         let request = Request::CompareKept {
             transform_prediction: *transform_prediction,
             transform_ground_truth: *transform_ground_truth,
             linear_deflection,
             angular_deflection,
-            booleans,
         };
         self.query(request, "comparison")
     }
 
     /// The exact boolean of the two kept shapes, transformed, without meshing them (their
-    /// meshes are known already): only `common` and the volumes are filled in. With
-    /// `fuzzy`, OpenCASCADE's fuzzy boolean: faces and edges closer than that (model units)
-    /// are one, which is what two models of one part with coincident faces need when the
-    /// plain boolean returns nothing.
-    pub fn intersect_kept(
-        &mut self,
-        transform_prediction: &Similarity,
-        transform_ground_truth: &Similarity,
-        fuzzy: Option<f64>,
-    ) -> Result<KeptComparison, BridgeError> {
-        let request = Request::IntersectKept {
-            transform_prediction: *transform_prediction,
-            transform_ground_truth: *transform_ground_truth,
-            fuzzy,
-        };
-        self.query(request, "comparison")
-    }
-
-    /// [`Session::intersect_kept`] within `limit`: `Ok(None)` when the boolean takes longer.
-    /// OpenCASCADE's booleans of near-coincident curved faces can run for minutes; the worker
-    /// is then stopped (its kept shapes with it) without counting as lost, so a caller can go
-    /// on without the boolean (an evaluation with the voxel IoU).
+    /// meshes are known already), within `limit`: only `common` and the volumes are filled
+    /// in (one common: the union's volume follows from the three volumes). With `fuzzy`,
+    /// OpenCASCADE's fuzzy boolean: faces and edges closer than that (model units) are one,
+    /// which is what two models of one part with coincident faces need when the plain
+    /// boolean returns nothing. `Ok(None)` when the boolean takes longer than `limit`:
+    /// booleans of near-coincident curved faces can run for minutes. The worker is then
+    /// stopped (its kept shapes with it) without counting as lost, so a caller can go on
+    /// without the boolean (an evaluation with the voxel IoU).
     pub fn intersect_kept_within(
         &mut self,
         transform_prediction: &Similarity,
