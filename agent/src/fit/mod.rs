@@ -115,6 +115,9 @@ pub struct TargetPixels {
     pub line_distance: Vec<f32>,
     /// The same distance to the lines running in each direction ([`views::oriented_distances`]).
     pub oriented: Vec<Vec<f32>>,
+    /// The distance to the silhouette's boundary, by direction as `oriented`: a turned
+    /// surface's outline is no edge, and our renderer draws no line there.
+    pub outline: Vec<Vec<f32>>,
 }
 
 impl TargetPixels {
@@ -124,6 +127,7 @@ impl TargetPixels {
             size,
             line_distance: views::distance_to(lines, size, size),
             oriented: views::oriented_distances(lines, size, size),
+            outline: views::oriented_distances(&boundary(&mask, size), size, size),
             mask,
         }
     }
@@ -140,6 +144,27 @@ impl TargetPixels {
             EDGE_CAP
         }
     }
+}
+
+/// The pixels of `mask` (`size` x `size`) on its boundary: inside, with a side's neighbour
+/// outside it or off the picture.
+pub fn boundary(mask: &[bool], size: u32) -> Vec<bool> {
+    let size = size as usize;
+    let inside = |x: usize, y: usize| mask[y * size + x];
+    (0..size * size)
+        .map(|i| {
+            let (x, y) = (i % size, i / size);
+            mask[i]
+                && (x == 0
+                    || y == 0
+                    || x + 1 == size
+                    || y + 1 == size
+                    || !inside(x - 1, y)
+                    || !inside(x + 1, y)
+                    || !inside(x, y - 1)
+                    || !inside(x, y + 1))
+        })
+        .collect()
 }
 
 /// How a candidate's picture agrees with the target.

@@ -442,6 +442,72 @@ fn a_revolves_corner_circles_fix_its_radius() {
     assert!((start[0] - 20.0).abs() < 0.6 && (end[0] - 20.0).abs() < 0.6, "{start:?} {end:?}");
 }
 
+/// The silhouette of a shaft about Z through the test camera: sections `(radius, from, to)`
+/// along Z, each a cylinder (a ray meets one where its nearest approach to the axis within
+/// the section's heights lies inside the radius).
+fn shaft_mask(sections: &[(f64, f64, f64)]) -> Vec<bool> {
+    let camera = camera();
+    let views::Projection::Orthographic { pixels_per_unit: scale } = camera.projection else { panic!("orthographic") };
+    let [eye, forward, right, up] = [camera.eye, camera.forward, camera.right, camera.up].map(Vector3::from);
+    let half = f64::from(SIZE) / 2.0;
+    (0..SIZE * SIZE)
+        .map(|i| {
+            let (x, y) = (f64::from(i % SIZE) + 0.5, f64::from(i / SIZE) + 0.5);
+            let base = eye + right * ((x - half) / scale) + up * ((half - y) / scale);
+            sections.iter().any(|&(radius, from, to)| {
+                let (t0, t1) = ((from - base.z) / forward.z, (to - base.z) / forward.z);
+                let a = forward.x * forward.x + forward.y * forward.y;
+                let b = 2.0 * (base.x * forward.x + base.y * forward.y);
+                let t = (-b / (2.0 * a)).clamp(t0.min(t1), t0.max(t1));
+                (base.x + t * forward.x).hypot(base.y + t * forward.y) <= radius
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn a_shafts_sides_fix_a_radius_whose_circles_are_not_drawn() {
+    // A shaft about Z: radius 12 up to 30, then 18 up to 40. The model drew the neck 2 mm thin
+    // (6 px), and its render draws only the head's circles: the neck's were chamfered away,
+    // so only the neck's sides, an outline and no edge, show its radius.
+    let xz = Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 0.0, 1.0], normal: [0.0, -1.0, 0.0] };
+    let circle = |r: f64, z: f64| {
+        (0..=720)
+            .map(|k| {
+                let a = std::f64::consts::TAU * k as f64 / 720.0;
+                Point3::new(r * a.cos(), r * a.sin(), z)
+            })
+            .collect::<Vec<_>>()
+    };
+    let head = || vec![circle(18.0, 30.0), circle(18.0, 40.0)];
+    let lines = Picture::of(head()).ids.edge.iter().map(|&e| e != NO_ENTITY).collect::<Vec<_>>();
+    let target = TargetPixels::new(SIZE, shaft_mask(&[(12.0, 0.0, 30.0), (18.0, 30.0, 40.0)]), &lines);
+    let drawn = [[0.0, 0.0], [10.0, 0.0], [10.0, 30.0], [18.0, 30.0], [18.0, 40.0], [0.0, 40.0]];
+    let primitives =
+        (0..6).map(|i| Primitive::Line { start: drawn[i], end: drawn[(i + 1) % 6], construction: false }).collect();
+    let sketch =
+        Sketch { name: "S1".into(), on: "XZ".into(), primitives, constraints: Vec::new(), auto_coincident: true };
+    let mut picture = Picture::of(head());
+    picture.ids.covered = shaft_mask(&[(10.0, 0.0, 30.0), (18.0, 30.0, 40.0)]);
+    let feature = Feature::Revolve { point: [0.0, 0.0], direction: [0.0, 1.0], angle: 360.0 };
+    let proposal = propose(
+        &sketch,
+        &feature,
+        on(&ModelState::empty(), &xz),
+        &camera(),
+        picture.render(),
+        still(),
+        &target,
+        Moves::Fit,
+    )
+    .expect("scored");
+    let Primitive::Line { start, end, .. } = proposal.sketch.primitives[1] else { panic!("a line") };
+    assert!((start[0] - 12.0).abs() < 0.5 && (end[0] - 12.0).abs() < 0.5, "{start:?} {end:?}");
+    // The head's radius, which its circles and sides agree on, stays.
+    let Primitive::Line { start, end, .. } = proposal.sketch.primitives[3] else { panic!("a line") };
+    assert!((start[0] - 18.0).abs() < 0.3 && (end[0] - 18.0).abs() < 0.3, "{start:?} {end:?}");
+}
+
 #[test]
 fn a_bent_pipes_bore_is_read_off_its_far_end() {
     // A pipe up 50 along Z from the origin, a quarter turn of radius 18 towards +X, then 13
