@@ -410,17 +410,7 @@ fn a_revolves_corner_circles_fix_its_radius() {
     let xz = Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 0.0, 1.0], normal: [0.0, -1.0, 0.0] };
     let camera = camera();
     // The disc's two circles, as polylines.
-    let disc = |r: f64| {
-        let circle = |z: f64| {
-            (0..=720)
-                .map(|k| {
-                    let a = std::f64::consts::TAU * k as f64 / 720.0;
-                    Point3::new(r * a.cos(), r * a.sin(), z)
-                })
-                .collect::<Vec<_>>()
-        };
-        Picture::of(vec![circle(0.0), circle(8.0)])
-    };
+    let disc = |r: f64| Picture::of(vec![circle_about_z(r, 0.0), circle_about_z(r, 8.0)]);
     let lines = disc(20.0).ids.edge.iter().map(|&e| e != NO_ENTITY).collect::<Vec<_>>();
     let target = TargetPixels::new(SIZE, lines.clone(), &lines);
     let drawn = [[0.0, 0.0], [18.8, 0.0], [18.8, 8.0], [0.0, 8.0]];
@@ -440,6 +430,16 @@ fn a_revolves_corner_circles_fix_its_radius() {
     .expect("scored");
     let Primitive::Line { start, end, .. } = proposal.sketch.primitives[1] else { panic!("a line") };
     assert!((start[0] - 20.0).abs() < 0.6 && (end[0] - 20.0).abs() < 0.6, "{start:?} {end:?}");
+}
+
+/// A circle of radius `r` about the Z axis at height `z`, as a polyline.
+fn circle_about_z(r: f64, z: f64) -> Vec<Point3<f64>> {
+    (0..=720)
+        .map(|k| {
+            let a = std::f64::consts::TAU * k as f64 / 720.0;
+            Point3::new(r * a.cos(), r * a.sin(), z)
+        })
+        .collect()
 }
 
 /// The silhouette of a shaft about Z through the test camera: sections `(radius, from, to)`
@@ -471,14 +471,7 @@ fn a_shafts_sides_fix_a_radius_whose_circles_are_not_drawn() {
     // (6 px), and its render draws only the head's circles: the neck's were chamfered away,
     // so only the neck's sides, an outline and no edge, show its radius.
     let xz = Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 0.0, 1.0], normal: [0.0, -1.0, 0.0] };
-    let circle = |r: f64, z: f64| {
-        (0..=720)
-            .map(|k| {
-                let a = std::f64::consts::TAU * k as f64 / 720.0;
-                Point3::new(r * a.cos(), r * a.sin(), z)
-            })
-            .collect::<Vec<_>>()
-    };
+    let circle = circle_about_z;
     let head = || vec![circle(18.0, 30.0), circle(18.0, 40.0)];
     let lines = Picture::of(head()).ids.edge.iter().map(|&e| e != NO_ENTITY).collect::<Vec<_>>();
     let target = TargetPixels::new(SIZE, shaft_mask(&[(12.0, 0.0, 30.0), (18.0, 30.0, 40.0)]), &lines);
@@ -612,14 +605,7 @@ fn a_through_holes_radius_is_read_off_the_face_it_comes_out_on() {
     // drawn on its bottom face (XY, hidden from the isometric camera), radius 6.5: only its
     // way out on the top face is drawn, in the target and in the candidate.
     let plate = plate_state();
-    let circle = |r: f64, z: f64| {
-        (0..=720)
-            .map(|k| {
-                let a = std::f64::consts::TAU * k as f64 / 720.0;
-                Point3::new(r * a.cos(), r * a.sin(), z)
-            })
-            .collect::<Vec<_>>()
-    };
+    let circle = circle_about_z;
     let lines = Picture::of(vec![circle(5.0, 6.0)]).ids.edge.iter().map(|&e| e != NO_ENTITY).collect::<Vec<_>>();
     let target = TargetPixels::new(SIZE, lines.clone(), &lines);
     let hole: Sketch = serde_json::from_value(serde_json::json!({"name": "S2", "on": "XY", "primitives": [
