@@ -37,7 +37,7 @@ const WIDE_CAP: f64 = 12.0;
 /// ([`super::onto_axis`]), in pixels of the outline: a hair, not a fit.
 pub const AXIS_REACH_PX: f64 = 8.0;
 /// A revolve's side is scored by its outline where the profile runs within this angle of
-/// the axis ([`Model::steep`]).
+/// the axis (`Model::steep_line`).
 const STEEP_DEGREES: f64 = 30.0;
 /// How far a depth may move, as a share of the model's value.
 pub const DEPTH_REACH: f64 = 0.25;

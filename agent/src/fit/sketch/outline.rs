@@ -48,11 +48,11 @@ impl Model<'_> {
     /// Where the surface a revolve's whole turn sweeps from the line `shape` shows its
     /// outline on `side` (1 or -1), at `height` along the axis and the radius the line has
     /// at share `t`: that point turned about the axis to where the surface runs along the
-    /// view direction. A shaft's side is an outline,
-    /// not an edge, and where a chamfer took its corner's circle away nothing else on the
-    /// picture holds the radius (a simulated reader's neck stayed a cone, 15 to 19 mm
-    /// across where the target's is 17). `None` for a line that is not steep
-    /// ([`Model::steep_line`]), on the axis, and for any other motion.
+    /// view direction. A shaft's side is an outline, not an edge, and where a chamfer took
+    /// its corner's circle away nothing else on the picture holds the radius (a simulated
+    /// reader's neck stayed a cone, 15 to 19 mm across where the target's is 17). `None` for
+    /// a line that is not steep ([`Model::steep_line`]), on the axis, and for any other
+    /// motion.
     pub(super) fn turned(&self, n: &Numbers, shape: Shape, t: f64, height: f64, side: f64) -> Option<Vector3<f64>> {
         let line = self.steep_line(n, shape)?;
         let SteepLine { point, dir, p, q } = line;

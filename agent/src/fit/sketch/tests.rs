@@ -23,6 +23,11 @@ pub(crate) fn xy() -> Frame {
     Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 1.0, 0.0], normal: [0.0, 0.0, 1.0] }
 }
 
+/// The XZ plane's frame: x along X, y along Z.
+pub(crate) fn xz() -> Frame {
+    Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 0.0, 1.0], normal: [0.0, -1.0, 0.0] }
+}
+
 pub(crate) fn rectangle(name: &str, corners: [[f64; 2]; 4]) -> Sketch {
     let primitives =
         (0..4).map(|i| Primitive::Line { start: corners[i], end: corners[(i + 1) % 4], construction: false }).collect();
@@ -407,8 +412,6 @@ fn an_exact_drawing_gains_nothing_and_a_number_is_never_pulled_past_its_reach() 
 fn a_revolves_corner_circles_fix_its_radius() {
     // A disc revolved from a rectangle on XZ about the sketch's vertical axis: radius 20,
     // height 8. The model drew the radius 1.2 mm short.
-    let xz = Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 0.0, 1.0], normal: [0.0, -1.0, 0.0] };
-    let camera = camera();
     // The disc's two circles, as polylines.
     let disc = |r: f64| Picture::of(vec![circle_about_z(r, 0.0), circle_about_z(r, 8.0)]);
     let lines = disc(20.0).ids.edge.iter().map(|&e| e != NO_ENTITY).collect::<Vec<_>>();
@@ -416,20 +419,17 @@ fn a_revolves_corner_circles_fix_its_radius() {
     let drawn = [[0.0, 0.0], [18.8, 0.0], [18.8, 8.0], [0.0, 8.0]];
     let mut sketch = rectangle("S1", drawn);
     sketch.on = "XZ".into();
-    let feature = Feature::Revolve { point: [0.0, 0.0], direction: [0.0, 1.0], angle: 360.0 };
-    let proposal = propose(
-        &sketch,
-        &feature,
-        on(&ModelState::empty(), &xz),
-        &camera,
-        disc(18.8).render(),
-        still(),
-        &target,
-        Moves::Fit,
-    )
-    .expect("scored");
+    let proposal = propose_turn(&sketch, disc(18.8).render(), &target);
     let Primitive::Line { start, end, .. } = proposal.sketch.primitives[1] else { panic!("a line") };
     assert!((start[0] - 20.0).abs() < 0.6 && (end[0] - 20.0).abs() < 0.6, "{start:?} {end:?}");
+}
+
+/// `sketch`, drawn on XZ and turned a whole turn about its vertical axis (Z), fitted to
+/// `target` through the test camera.
+fn propose_turn(sketch: &Sketch, render: Render<'_>, target: &TargetPixels) -> Proposal {
+    let feature = Feature::Revolve { point: [0.0, 0.0], direction: [0.0, 1.0], angle: 360.0 };
+    propose(sketch, &feature, on(&ModelState::empty(), &xz()), &camera(), render, still(), target, Moves::Fit)
+        .expect("scored")
 }
 
 /// A circle of radius `r` about the Z axis at height `z`, as a polyline.
@@ -470,7 +470,6 @@ fn a_shafts_sides_fix_a_radius_whose_circles_are_not_drawn() {
     // A shaft about Z: radius 12 up to 30, then 18 up to 40. The model drew the neck 2 mm thin
     // (6 px), and its render draws only the head's circles: the neck's were chamfered away,
     // so only the neck's sides, an outline and no edge, show its radius.
-    let xz = Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 0.0, 1.0], normal: [0.0, -1.0, 0.0] };
     let circle = circle_about_z;
     let head = || vec![circle(18.0, 30.0), circle(18.0, 40.0)];
     let lines = Picture::of(head()).ids.edge.iter().map(|&e| e != NO_ENTITY).collect::<Vec<_>>();
@@ -482,18 +481,7 @@ fn a_shafts_sides_fix_a_radius_whose_circles_are_not_drawn() {
         Sketch { name: "S1".into(), on: "XZ".into(), primitives, constraints: Vec::new(), auto_coincident: true };
     let mut picture = Picture::of(head());
     picture.ids.covered = shaft_mask(&[(10.0, 0.0, 30.0), (18.0, 30.0, 40.0)]);
-    let feature = Feature::Revolve { point: [0.0, 0.0], direction: [0.0, 1.0], angle: 360.0 };
-    let proposal = propose(
-        &sketch,
-        &feature,
-        on(&ModelState::empty(), &xz),
-        &camera(),
-        picture.render(),
-        still(),
-        &target,
-        Moves::Fit,
-    )
-    .expect("scored");
+    let proposal = propose_turn(&sketch, picture.render(), &target);
     let Primitive::Line { start, end, .. } = proposal.sketch.primitives[1] else { panic!("a line") };
     assert!((start[0] - 12.0).abs() < 0.5 && (end[0] - 12.0).abs() < 0.5, "{start:?} {end:?}");
     // The head's radius, which its circles and sides agree on, stays.
@@ -507,7 +495,7 @@ fn a_bent_pipes_bore_is_read_off_its_far_end() {
     // along X: its far end, at (31, 0, 68), faces +X. The bore is drawn on XY at the start
     // (hidden under the pipe), radius 3.5 where the target's far end shows 2.5, and about a
     // centre 1 mm off the path.
-    let xz = Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 0.0, 1.0], normal: [0.0, -1.0, 0.0] };
+    let xz = xz();
     let path: Sketch = serde_json::from_value(serde_json::json!({"name": "S2", "on": "XZ", "primitives": [
         {"type": "line", "start": [0.0, 0.0], "end": [0.0, 50.0]},
         {"type": "center_arc", "center": [18.0, 50.0], "radius": 18.0, "start_angle": 90.0, "end_angle": 180.0},
