@@ -471,6 +471,10 @@ impl Engine<'_> {
                 StepEnd::Failed(reason) => {
                     stop = reason.clone();
                     failure = Some(reason);
+                    // What was built is the model the user gets: fitted as a finished one is.
+                    if config.fit && self.steps_done > 0 {
+                        self.fit_program(session)?;
+                    }
                     break;
                 }
             };
