@@ -482,7 +482,7 @@ fn fit_feature(
             sketch::Feature::Revolve { .. } | sketch::Feature::Sweep(_) => {}
         }
         report.evaluations += 1;
-        let after = match done.build(session, &candidate, Some(&built), &view)? {
+        let after = match done.build(session, &candidate, Some(built), view)? {
             Ok(after) => after,
             Err(e) => {
                 report.dropped = Some(format!("the program no longer builds with it: {}", e.error));
