@@ -118,10 +118,11 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
-/// How many times a feature is fitted again while the last fit was kept: the picture model
-/// searches under the alignment of the model as it was (a tube drawn 9% too tall is lined
-/// up 1% small), so the numbers it finds are a compromise until the model it fitted is
-/// lined up anew.
+/// How many times a feature is fitted while the last fit was kept: the picture model searches
+/// under the alignment of the model as it was, lined up a pixel or a percent of scale off
+/// where the drawing is several pixels off, so the numbers it finds are a compromise until
+/// the model it fitted is lined up anew (a simulated reader's shaft: 0.976 after one fit,
+/// 0.991 after two; six rounds gave the same figures as three on test100 and gen-11).
 const FEATURE_ROUNDS: usize = 3;
 
 /// The target and how the finished model is seen.
