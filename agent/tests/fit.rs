@@ -10,6 +10,14 @@ use std::path::{Path, PathBuf};
 use common::{example_path, iou, reconstruct, target_image, trace, write_script};
 use serde_json::Value;
 
+/// The four lines of a rectangle about `centre`, `x` and `y` half its sides, as a sketch's
+/// primitives (model units, or the sketch window's for a drawing).
+fn rectangle(centre: [f64; 2], x: f64, y: f64) -> Vec<Value> {
+    let [cx, cy] = centre;
+    let c = [[cx - x, cy - y], [cx + x, cy - y], [cx + x, cy + y], [cx - x, cy + y]];
+    (0..4).map(|i| serde_json::json!({"type": "line", "start": c[i], "end": c[(i + 1) % 4]})).collect()
+}
+
 /// The fit at END runs by default and `--no-fit` turns it off; `--fit-steps` adds the fit of
 /// every step. An exact candidate (the oracle's) is left alone at every step and at END: the
 /// program is the one without the fit, number for number; every fit is in the trace and the
@@ -162,14 +170,8 @@ fn a_thin_plates_depth_read_wrong_is_measured_back_at_end() {
 fn a_tubes_walls_drawn_thin_are_measured_to_the_targets_at_end() {
     let dir = tempfile::tempdir().expect("tempdir");
     let gt = dir.path().join("tube.json");
-    let rectangle = |x: f64, y: f64| -> Value {
-        let c = [[-x, -y], [x, -y], [x, y], [-x, y]];
-        Value::Array(
-            (0..4).map(|i| serde_json::json!({"type": "line", "start": c[i], "end": c[(i + 1) % 4]})).collect(),
-        )
-    };
-    let mut primitives = rectangle(20.0, 15.0).as_array().expect("lines").clone();
-    primitives.extend(rectangle(17.0, 12.0).as_array().expect("lines").iter().cloned());
+    let mut primitives = rectangle([0.0, 0.0], 20.0, 15.0);
+    primitives.extend(rectangle([0.0, 0.0], 17.0, 12.0));
     let program = serde_json::json!({"commands": [
         {"op": "sketch", "name": "S1", "on": "XY", "primitives": primitives},
         {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": 30}},
@@ -179,14 +181,8 @@ fn a_tubes_walls_drawn_thin_are_measured_to_the_targets_at_end() {
     // The reader's drawing in the sketch window (0..1 across 100 mm of the model, centred on
     // the origin): the outline about where the target has it, the walls 2 mm where the
     // target's are about 5.
-    let window = |x: f64, y: f64| -> Value {
-        let c = [[0.5 - x, 0.5 - y], [0.5 + x, 0.5 - y], [0.5 + x, 0.5 + y], [0.5 - x, 0.5 + y]];
-        Value::Array(
-            (0..4).map(|i| serde_json::json!({"type": "line", "start": c[i], "end": c[(i + 1) % 4]})).collect(),
-        )
-    };
-    let mut drawn = window(0.343, 0.257).as_array().expect("lines").clone();
-    drawn.extend(window(0.323, 0.237).as_array().expect("lines").iter().cloned());
+    let mut drawn = rectangle([0.5, 0.5], 0.343, 0.257);
+    drawn.extend(rectangle([0.5, 0.5], 0.323, 0.237));
     let script = dir.path().join("script.jsonl");
     write_script(
         &script,
@@ -289,9 +285,7 @@ fn a_feature_whose_fit_is_kept_is_fitted_again_under_the_new_alignment() {
 fn a_run_that_stops_at_a_failed_step_is_fitted_too() {
     let dir = tempfile::tempdir().expect("tempdir");
     let gt = dir.path().join("block.json");
-    let square = [[-20.0, -20.0], [20.0, -20.0], [20.0, 20.0], [-20.0, 20.0]];
-    let lines: Vec<Value> =
-        (0..4).map(|i| serde_json::json!({"type": "line", "start": square[i], "end": square[(i + 1) % 4]})).collect();
+    let lines = rectangle([0.0, 0.0], 20.0, 20.0);
     let program = serde_json::json!({"commands": [
         {"op": "sketch", "name": "S1", "on": "XY", "primitives": lines},
         {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": 80}},
@@ -299,10 +293,7 @@ fn a_run_that_stops_at_a_failed_step_is_fitted_too() {
     std::fs::write(&gt, program.to_string()).expect("ground truth");
     let image = target_image(&gt, dir.path());
     // The sketch window spans 100 mm about the origin here: the block's 40 mm are 0.4.
-    let (x, y, cx, cy) = (0.21, 0.195, 0.51, 0.495);
-    let corners = [[cx - x, cy - y], [cx + x, cy - y], [cx + x, cy + y], [cx - x, cy + y]];
-    let drawn: Vec<Value> =
-        (0..4).map(|i| serde_json::json!({"type": "line", "start": corners[i], "end": corners[(i + 1) % 4]})).collect();
+    let drawn = rectangle([0.51, 0.495], 0.21, 0.195);
     let hole = serde_json::json!({"stage": "stage1", "answer": {"reason": "a hole", "sketches": [{"name": "S2", "on": "F6"}],
         "command": {"op": "extrude", "profile": "S2", "mode": "cut", "extent": {"type": "one_side", "depth": 5}}}});
     let off_the_part = serde_json::json!({"stage": "stage2", "answer": {"primitives": [{"type": "circle", "center": [0.95, 0.95], "radius": 0.02}]}});
