@@ -194,9 +194,10 @@ impl Reconstruction {
         let framed_mask = reg.then(|| target.framed_mask(config.view_size, views::TAGGED_FILL));
         let framed_lines = reg.then(|| target.framed_lines(config.view_size, views::TAGGED_FILL));
         let fit_target = match (&framed_mask, &framed_lines) {
-            (Some(mask), Some(lines)) if config.fit || config.fit_steps => {
-                Some(fit::TargetPixels::new(config.view_size, mask.clone(), lines))
-            }
+            (Some(mask), Some(lines)) if config.fit || config.fit_steps => Some(
+                fit::TargetPixels::new(config.view_size, mask.clone(), lines)
+                    .with_native(target.native_lines(config.view_size, views::TAGGED_FILL)),
+            ),
             _ => None,
         };
         let engine = Engine {

@@ -147,15 +147,7 @@ impl Target {
     /// a third of a shrunk target's 1-pixel lines, whose darkness the filter spreads.)
     pub fn framed_lines(&self, size: u32, fill: f64) -> Vec<bool> {
         let (w, h) = self.image.dimensions();
-        let line: Vec<bool> = self
-            .image
-            .pixels()
-            .zip(&self.mask)
-            .map(|(p, on_part)| {
-                let luma = 0.299 * f64::from(p.0[0]) + 0.587 * f64::from(p.0[1]) + 0.114 * f64::from(p.0[2]);
-                *on_part && luma < LINE_LUMA
-            })
-            .collect();
+        let line = self.line_pixels();
         let k = f64::from(size) * fill / 2.0 / self.radius_px;
         let half = f64::from(size) / 2.0;
         // The image pixels whose centres fall in the framed pixel's footprint [a, a + 1/k);
@@ -183,6 +175,31 @@ impl Target {
             }
         }
         out
+    }
+
+    /// The image's own pixels on a drawn line (row by row): dark pixels on the part.
+    pub fn line_pixels(&self) -> Vec<bool> {
+        self.image
+            .pixels()
+            .zip(&self.mask)
+            .map(|(p, on_part)| {
+                let luma = 0.299 * f64::from(p.0[0]) + 0.587 * f64::from(p.0[1]) + 0.114 * f64::from(p.0[2]);
+                *on_part && luma < LINE_LUMA
+            })
+            .collect()
+    }
+
+    /// The image's lines at its own resolution, placed under the framing of [`Self::framed`].
+    pub fn native_lines(&self, size: u32, fill: f64) -> crate::fit::NativeLines {
+        let (width, height) = self.image.dimensions();
+        crate::fit::NativeLines {
+            width,
+            height,
+            lines: self.line_pixels(),
+            per_framed: self.radius_px / (f64::from(size) * fill / 2.0),
+            centre: self.center_px,
+            framed_centre: f64::from(size) / 2.0,
+        }
     }
 
     fn is_part(&self, x: f64, y: f64) -> bool {

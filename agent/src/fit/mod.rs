@@ -118,6 +118,41 @@ pub struct TargetPixels {
     /// The distance to the silhouette's boundary, by direction as `oriented`: a turned
     /// surface's outline is no edge, and our renderer draws no line there.
     pub outline: Vec<Vec<f32>>,
+    /// The target's lines at the image's own resolution, where it is finer than the framing:
+    /// two lines a pixel apart there are one line here ([`thickness`]).
+    pub native: Option<NativeLines>,
+}
+
+/// A target's drawn lines as its image has them, and where the framed pictures lie on it.
+#[derive(Debug, Clone)]
+pub struct NativeLines {
+    pub width: u32,
+    pub height: u32,
+    /// Row by row: whether the image's pixel is on a drawn line.
+    pub lines: Vec<bool>,
+    /// The image's pixels per pixel of the framed pictures.
+    pub per_framed: f64,
+    /// The image's point at the framed picture's centre, and that centre (framed pixels).
+    pub centre: [f64; 2],
+    pub framed_centre: f64,
+}
+
+impl NativeLines {
+    /// The image's point (continuous pixels) at a framed picture's point.
+    pub fn at(&self, x: f64, y: f64) -> (f64, f64) {
+        let c = self.framed_centre;
+        ((x - c) * self.per_framed + self.centre[0], (y - c) * self.per_framed + self.centre[1])
+    }
+
+    /// Whether the image's pixel under a point is on a line (off the image: not).
+    pub fn line_at(&self, x: f64, y: f64) -> bool {
+        let (i, j) = (x.floor(), y.floor());
+        i >= 0.0
+            && j >= 0.0
+            && i < f64::from(self.width)
+            && j < f64::from(self.height)
+            && self.lines[j as usize * self.width as usize + i as usize]
+    }
 }
 
 impl TargetPixels {
@@ -129,7 +164,15 @@ impl TargetPixels {
             oriented: views::oriented_distances(lines, size, size),
             outline: views::oriented_distances(&boundary(&mask, size), size, size),
             mask,
+            native: None,
         }
+    }
+
+    /// With the target's lines at the image's own resolution, kept where it is finer than the
+    /// framing by [`thickness::MIN_NATIVE_GAIN`] (else the framed lines lose nothing).
+    pub fn with_native(mut self, native: NativeLines) -> TargetPixels {
+        self.native = (native.per_framed >= thickness::MIN_NATIVE_GAIN).then_some(native);
+        self
     }
 
     /// The distance (pixels, capped at [`EDGE_CAP`]) from a candidate's pixel `(x, y)`, lined

@@ -22,7 +22,7 @@ use nalgebra::{Point3, Vector3};
 use serde::{Deserialize, Serialize};
 use views::{Camera, IdBuffers, NO_ENTITY};
 
-use super::{Alignment, TargetPixels};
+use super::{Alignment, NativeLines, TargetPixels};
 
 /// Sides whose two lines are at most this far apart (pixels) are measured. The line fit
 /// cannot see a pixel's change on a thin side, and on a wider one it aligns the picture by
@@ -36,6 +36,13 @@ pub(super) const DISTINCT_PX: f64 = 2.5;
 /// anti-aliasing (a test100 plate 2.9 px thick, read right, was thinned 17%: 0.977 -> 0.843).
 /// This measurement is what sizes it.
 pub const MIN_FITTED_DEPTH_PX: f64 = 2.0 * DISTINCT_PX;
+/// A side narrower than this on the framed picture (pixels) is measured on the target's own
+/// image where that is finer: a relay reader's plate 0.545 mm thick is 1.3 px on the framed
+/// picture, where the framing merged its two lines into one, and 1.8 px on the image, where
+/// most columns show a pixel of the side between them (read 1.0 mm: 0.542).
+pub const NATIVE_BELOW_PX: f64 = 6.0;
+/// The image is used when it has this many pixels per framed pixel or more.
+pub const MIN_NATIVE_GAIN: f64 = 1.1;
 /// Fewer profiles than this is no measurement.
 pub const MIN_PROFILES: usize = 30;
 /// A depth moves only when the sides measured are this much wider or narrower (pixels, the
@@ -136,7 +143,12 @@ pub fn measure(
         let v = [a1[0] - a0[0], a1[1] - a0[1]];
         // The side's width across its lines, signed along u.
         let width = v[0] * u[0] + v[1] * u[1];
-        if width.abs() < DISTINCT_PX || width.abs() > MAX_SIDE_PX {
+        // Measured in the target's own pixels where they are finer and the side is thin
+        // (`unit` of them to a pixel of the model's picture), else in the framed picture's.
+        let native = target.native.as_ref().filter(|_| width.abs() < NATIVE_BELOW_PX);
+        let unit = native.map_or(1.0, |n| n.per_framed * align.scale);
+        let width_units = width * unit;
+        if width_units.abs() < DISTINCT_PX || width.abs() > MAX_SIDE_PX {
             continue;
         }
         let mut t = END_MARGIN_PX;
@@ -152,18 +164,25 @@ pub fn measure(
             // edge), and not the same one. The sketch plane's line must be where the model
             // draws it (within [`ON_LINE_PX`]): elsewhere the model's drawing, not its depth,
             // is what is off.
-            let lines = lines_across(target, align, p0, u, width.min(0.0) - SEEK_PX, width.max(0.0) + SEEK_PX);
-            let nearest = |at: f64| nearest_alone(&lines, at, SEEK_PX);
-            let (Some(c0), Some(c1)) = (nearest(0.0), nearest(width)) else { continue };
-            if c0.abs() > ON_LINE_PX || (c1 - c0).abs() < 1e-9 {
+            // How far to seek and how near the sketch plane's line must lie are a drawing's
+            // error, in the model's pixels; telling two lines apart is the image's own.
+            let (seek, on_line) = (SEEK_PX * unit, ON_LINE_PX * unit);
+            let (lo, hi) = (width_units.min(0.0) - seek, width_units.max(0.0) + seek);
+            let lines = match native {
+                Some(native) => native_lines_across(native, align, p0, u, lo, hi),
+                None => lines_across(target, align, p0, u, lo, hi),
+            };
+            let nearest = |at: f64| nearest_alone(&lines, at, seek);
+            let (Some(c0), Some(c1)) = (nearest(0.0), nearest(width_units)) else { continue };
+            if c0.abs() > on_line || (c1 - c0).abs() < 1e-9 {
                 continue;
             }
             let measured = (c1 - c0) * width.signum();
             if measured <= 0.0 {
                 continue;
             }
-            factors.push(measured / width.abs());
-            widths.push((width.abs(), measured));
+            factors.push(measured / width_units.abs());
+            widths.push((width.abs(), measured / unit));
         }
     }
     if factors.is_empty() {
@@ -209,6 +228,22 @@ pub(super) fn lines_across(
     runs_across(line, p0, u, lo, hi)
 }
 
+/// As [`lines_across`], on the target's own image: from `p0` (the model's picture) along the
+/// unit `u`, from `lo` to `hi` of the image's pixels, each pixel on a line or not (its lines
+/// are a pixel wide and a pixel apart: blending neighbours would join them).
+fn native_lines_across(
+    native: &NativeLines,
+    align: Alignment,
+    p0: [f64; 2],
+    u: [f64; 2],
+    lo: f64,
+    hi: f64,
+) -> Vec<f64> {
+    let (x, y) = align.on_target(p0[0], p0[1]);
+    let (x, y) = native.at(x, y);
+    runs_across(|x, y| f64::from(u8::from(native.line_at(x, y))), [x, y], u, lo, hi)
+}
+
 /// The lines of a picture (`line`: how much of a line is at a point, 0 to 1) crossed going
 /// from `p0` along the unit `u`, from `lo` to `hi` pixels, each by its centre.
 pub(super) fn runs_across(line: impl Fn(f64, f64) -> f64, p0: [f64; 2], u: [f64; 2], lo: f64, hi: f64) -> Vec<f64> {
@@ -251,7 +286,10 @@ pub(super) fn median(values: &mut [f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fit::sketch::tests::{SIZE, TRUE, camera, drawn_box, ids_of, pad, rectangle, still, xy};
+    use crate::fit::NativeLines;
+    use crate::fit::sketch::tests::{
+        SIZE, TRUE, box_edges, camera, drawn_box, ids_of, pad, rectangle, segments_at, still, xy,
+    };
 
     /// A 40 x 30 plate on XY, `drawn` mm thick, measured against a target drawn `actual` thick
     /// (the test camera: about 4.9 px for 2 mm).
@@ -279,6 +317,49 @@ mod tests {
         let m = measured(2.0, 2.0);
         assert!(!m.worth_moving(), "{m:?}");
         assert!((m.depth - 2.0).abs() < 0.1, "{m:?}");
+    }
+
+    /// A 40 x 30 plate `drawn` mm thick against a target drawn `actual` thick, whose image has
+    /// `per_framed` pixels per pixel of the framing (the fit's pictures: 3 px per mm).
+    fn measured_on_image(drawn: f64, actual: f64, per_framed: u32) -> Option<Measured> {
+        let lines = drawn_box(TRUE, actual);
+        let size = SIZE * per_framed;
+        let image = segments_at(&box_edges(TRUE, actual), size);
+        let native = NativeLines {
+            width: size,
+            height: size,
+            lines: image,
+            per_framed: f64::from(per_framed),
+            centre: [f64::from(size) / 2.0; 2],
+            framed_centre: f64::from(SIZE) / 2.0,
+        };
+        let target = TargetPixels::new(SIZE, lines.clone(), &lines).with_native(native);
+        let ids = ids_of(&drawn_box(TRUE, drawn));
+        measure(&rectangle("S1", TRUE), &pad(drawn), &xy(), &camera(), &ids, still(), &target)
+    }
+
+    #[test]
+    fn a_plate_thinner_than_the_framing_resolves_is_measured_on_the_targets_image() {
+        // 0.6 mm is about 1.3 px in the framing: its two lines are one there. A reader read
+        // 1.1 mm (as a relay reader read 1.0 for 0.545); the target's image at 3x draws the
+        // side about 4 px across.
+        let framed_only = measure_framed(1.1, 0.6);
+        assert!(framed_only.is_none_or(|m| !m.worth_moving()), "{framed_only:?}");
+        let m = measured_on_image(1.1, 0.6, 3).expect("the sides show");
+        assert!(m.worth_moving(), "{m:?}");
+        assert!((m.depth - 0.6).abs() < 0.08, "{m:?}");
+        // An exact plate is left alone there too.
+        let m = measured_on_image(0.6, 0.6, 3).expect("the sides show");
+        assert!(!m.worth_moving(), "{m:?}");
+        // An image no finer than the framing adds nothing (the framed lines are used).
+        assert_eq!(measured_on_image(1.1, 0.6, 1), measure_framed(1.1, 0.6));
+    }
+
+    fn measure_framed(drawn: f64, actual: f64) -> Option<Measured> {
+        let lines = drawn_box(TRUE, actual);
+        let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+        let ids = ids_of(&drawn_box(TRUE, drawn));
+        measure(&rectangle("S1", TRUE), &pad(drawn), &xy(), &camera(), &ids, still(), &target)
     }
 
     #[test]

@@ -12,7 +12,12 @@ pub(crate) fn still() -> crate::fit::Alignment {
 }
 
 pub(crate) fn camera() -> Camera {
-    views::Camera::framing(Point3::origin(), 50.0, Vector3::from(views::ISOMETRIC), false, SIZE, SIZE, 1.0)
+    camera_at(SIZE)
+}
+
+/// The same framing in a picture of `size` pixels.
+pub(crate) fn camera_at(size: u32) -> Camera {
+    views::Camera::framing(Point3::origin(), 50.0, Vector3::from(views::ISOMETRIC), false, size, size, 1.0)
 }
 
 fn on<'a>(state: &'a ModelState, frame: &'a Frame) -> Existing<'a> {
@@ -45,7 +50,7 @@ pub(crate) fn drawn_box(corners: [[f64; 2]; 4], depth: f64) -> Vec<bool> {
 }
 
 /// The box's twelve edges: the bottom, top and upright edge at each side, side by side.
-fn box_edges(corners: [[f64; 2]; 4], depth: f64) -> Vec<([f64; 3], [f64; 3])> {
+pub(crate) fn box_edges(corners: [[f64; 2]; 4], depth: f64) -> Vec<([f64; 3], [f64; 3])> {
     let mut list = Vec::new();
     for i in 0..4 {
         let (a, b) = (corners[i], corners[(i + 1) % 4]);
@@ -98,16 +103,22 @@ impl Picture {
 
 /// The mask of straight segments (model coordinates) seen through the test camera.
 pub(crate) fn segments(list: &[([f64; 3], [f64; 3])]) -> Vec<bool> {
-    let camera = camera();
-    let mut mask = vec![false; (SIZE * SIZE) as usize];
+    segments_at(list, SIZE)
+}
+
+/// The same, through the test camera's framing in a picture of `size` pixels.
+pub(crate) fn segments_at(list: &[([f64; 3], [f64; 3])], size: u32) -> Vec<bool> {
+    let camera = camera_at(size);
+    let n = i64::from(size);
+    let mut mask = vec![false; (size * size) as usize];
     for &(a, b) in list {
-        for k in 0..=400 {
-            let t = k as f64 / 400.0;
+        for k in 0..=800 {
+            let t = k as f64 / 800.0;
             let p = Point3::new(a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]), a[2] + t * (b[2] - a[2]));
             let (x, y, _) = camera.project(&p).expect("in front");
             let (x, y) = (x.floor() as i64, y.floor() as i64);
-            if (0..SIZE as i64).contains(&x) && (0..SIZE as i64).contains(&y) {
-                mask[(y * SIZE as i64 + x) as usize] = true;
+            if (0..n).contains(&x) && (0..n).contains(&y) {
+                mask[(y * n + x) as usize] = true;
             }
         }
     }
