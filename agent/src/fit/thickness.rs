@@ -143,10 +143,8 @@ pub fn measure(
         let v = [a1[0] - a0[0], a1[1] - a0[1]];
         // The side's width across its lines, signed along u.
         let width = v[0] * u[0] + v[1] * u[1];
-        // Measured in the target's own pixels where they are finer and the side is thin
-        // (`unit` of them to a pixel of the model's picture), else in the framed picture's.
-        let native = target.native.as_ref().filter(|_| width.abs() < NATIVE_BELOW_PX);
-        let unit = native.map_or(1.0, |n| n.per_framed * align.scale);
+        let scale = Scale::for_width(target, align, width);
+        let unit = scale.unit;
         let width_units = width * unit;
         if width_units.abs() < DISTINCT_PX || width.abs() > MAX_SIDE_PX {
             continue;
@@ -168,10 +166,7 @@ pub fn measure(
             // error, in the model's pixels; telling two lines apart is the image's own.
             let (seek, on_line) = (SEEK_PX * unit, ON_LINE_PX * unit);
             let (lo, hi) = (width_units.min(0.0) - seek, width_units.max(0.0) + seek);
-            let lines = match native {
-                Some(native) => native_lines_across(native, align, p0, u, lo, hi),
-                None => lines_across(target, align, p0, u, lo, hi),
-            };
+            let lines = scale.lines_across(target, align, p0, u, lo, hi);
             let nearest = |at: f64| nearest_alone(&lines, at, seek);
             let (Some(c0), Some(c1)) = (nearest(0.0), nearest(width_units)) else { continue };
             if c0.abs() > on_line || (c1 - c0).abs() < 1e-9 {
@@ -226,6 +221,38 @@ pub(super) fn lines_across(
         })
     };
     runs_across(line, p0, u, lo, hi)
+}
+
+/// Where a side or a wall `width` pixels across the model's picture is measured: in the
+/// target's own image where that is finer and the width thin ([`NATIVE_BELOW_PX`]), else in
+/// the framed picture. `unit`: the measuring pixels per pixel of the model's picture.
+pub(super) struct Scale<'a> {
+    native: Option<&'a NativeLines>,
+    pub unit: f64,
+}
+
+impl<'a> Scale<'a> {
+    pub fn for_width(target: &'a TargetPixels, align: Alignment, width: f64) -> Scale<'a> {
+        let native = target.native.as_ref().filter(|_| width.abs() < NATIVE_BELOW_PX);
+        Scale { native, unit: native.map_or(1.0, |n| n.per_framed * align.scale) }
+    }
+
+    /// The target's lines crossed from `p0` (the model's picture) along the unit `u`, from
+    /// `lo` to `hi` measuring pixels, by their centres in measuring pixels.
+    pub fn lines_across(
+        &self,
+        target: &TargetPixels,
+        align: Alignment,
+        p0: [f64; 2],
+        u: [f64; 2],
+        lo: f64,
+        hi: f64,
+    ) -> Vec<f64> {
+        match self.native {
+            Some(native) => native_lines_across(native, align, p0, u, lo, hi),
+            None => lines_across(target, align, p0, u, lo, hi),
+        }
+    }
 }
 
 /// As [`lines_across`], on the target's own image: from `p0` (the model's picture) along the

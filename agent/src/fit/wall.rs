@@ -28,8 +28,8 @@ use views::{Camera, IdBuffers, NO_ENTITY};
 
 use super::sketch::{Shape, numbers_of};
 use super::thickness::{
-    DISTINCT_PX, END_MARGIN_PX, MIN_PROFILES, ON_LINE_PX, changes_enough, drawn_near, lines_across, median,
-    nearest_alone, runs_across,
+    DISTINCT_PX, END_MARGIN_PX, MIN_PROFILES, ON_LINE_PX, Scale, changes_enough, drawn_near, median, nearest_alone,
+    runs_across,
 };
 use super::{Alignment, TargetPixels};
 
@@ -326,18 +326,26 @@ pub fn measure(
                 }
                 // The target's outline line by the model's edge, and the first line inward
                 // from it: the target's wall, however far the model's inner line is from it.
+                // In the target's own image where that is finer and the wall thin: how near
+                // the outline's line lies and how wide a wall may be are in the model's
+                // pixels, telling two lines apart is the image's own ([`Scale`]).
                 let inward = -width.signum();
-                let (from, to) = (width - inward * ON_LINE_PX, width + inward * (MAX_TARGET_WALL_PX + ON_LINE_PX));
-                let lines = lines_across(target, align, c, u, from.min(to), from.max(to));
-                let Some(c1) = nearest_alone(&lines, width, ON_LINE_PX) else { continue };
+                let scale = Scale::for_width(target, align, width);
+                let (unit, width_u) = (scale.unit, width * scale.unit);
+                let (on_line, widest) = (ON_LINE_PX * unit, MAX_TARGET_WALL_PX * unit);
+                let (from, to) = (width_u - inward * on_line, width_u + inward * (widest + on_line));
+                let lines = scale.lines_across(target, align, c, u, from.min(to), from.max(to));
+                let Some(c1) = nearest_alone(&lines, width_u, on_line) else { continue };
                 let Some(c0) = lines
                     .iter()
                     .copied()
-                    .filter(|&l| (l - c1) * inward >= DISTINCT_PX && (l - c1) * inward <= MAX_TARGET_WALL_PX)
+                    .filter(|&l| (l - c1) * inward >= DISTINCT_PX && (l - c1) * inward <= widest)
                     .min_by(|a, b| ((a - c1) * inward).total_cmp(&((b - c1) * inward)))
                 else {
                     continue;
                 };
+                // Back in the model's pixels.
+                let (c0, c1) = (c0 / unit, c1 / unit);
                 // In the model's own picture nothing lies between the edge and the line (a
                 // shallow pocket's floor, another feature's edge): the target's first line
                 // inward is then the line's, not another's.
@@ -482,7 +490,8 @@ fn crossing((p, d): ([f64; 2], [f64; 2]), (q, e): ([f64; 2], [f64; 2])) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fit::sketch::tests::{SIZE, TRUE, camera, ids_of, pad, segments, still, xy};
+    use crate::fit::NativeLines;
+    use crate::fit::sketch::tests::{SIZE, TRUE, camera, ids_of, pad, segments, segments_at, still, xy};
 
     /// A square tube's profile: the outline `TRUE` (40 x 30) and a loop `inset` mm inside it.
     fn tube(inset: f64) -> Sketch {
@@ -514,6 +523,43 @@ mod tests {
         let target = TargetPixels::new(SIZE, lines.clone(), &lines);
         let ids = ids_of(&segments(&tube_edges(inset, 10.0).iter().map(|e| (e[0], e[1])).collect::<Vec<_>>()));
         measure(&tube(inset), &pad(10.0), &xy(), &tube_edges(inset, 10.0), &[], &camera(), &ids, still(), &target)
+    }
+
+    /// As [`measured`], against a target whose image has `per_framed` pixels per framed pixel.
+    fn measured_on_image(inset: f64, actual: f64, per_framed: u32) -> Vec<Measured> {
+        let edges = |inset: f64| tube_edges(inset, 10.0).iter().map(|e| (e[0], e[1])).collect::<Vec<_>>();
+        let lines = segments(&edges(actual));
+        let size = SIZE * per_framed;
+        let native = NativeLines {
+            width: size,
+            height: size,
+            lines: segments_at(&edges(actual), size),
+            per_framed: f64::from(per_framed),
+            centre: [f64::from(size) / 2.0; 2],
+            framed_centre: f64::from(SIZE) / 2.0,
+        };
+        let target = TargetPixels::new(SIZE, lines.clone(), &lines).with_native(native);
+        let ids = ids_of(&segments(&edges(inset)));
+        measure(&tube(inset), &pad(10.0), &xy(), &tube_edges(inset, 10.0), &[], &camera(), &ids, still(), &target)
+    }
+
+    #[test]
+    fn a_wall_thinner_than_the_framing_resolves_is_measured_on_the_targets_image() {
+        // A 0.8 mm wall is about 2 px in the framing, where its two lines are one; read 1.6 mm.
+        let framed = measured(1.6, 0.8);
+        assert!(framed.iter().all(|m| !m.worth_moving()), "{framed:?}");
+        let found = measured_on_image(1.6, 0.8, 3);
+        let moves: Vec<(usize, [f64; 2])> =
+            found.iter().filter(|m| m.worth_moving()).map(|m| (m.line, m.shift)).collect();
+        assert!(moves.len() >= 2, "{found:?}");
+        let inner = corners(&shifted(&tube(1.6), &moves).expect("lines meet lines"), 4);
+        for &(k, _) in &moves {
+            let ([x, y], [_, ny]) = (inner[k - 4], inner[(k - 4 + 1) % 4]);
+            let wall = if (y - ny).abs() < 1e-9 { 15.0 - y.abs() } else { 20.0 - x.abs() };
+            assert!((wall - 0.8).abs() < 0.12, "line {k}: wall {wall} ({found:?})");
+        }
+        // An exact wall is left alone there too.
+        assert!(measured_on_image(0.8, 0.8, 3).iter().all(|m| !m.worth_moving()));
     }
 
     fn corners(sketch: &Sketch, from: usize) -> Vec<[f64; 2]> {
