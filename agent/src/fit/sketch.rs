@@ -43,6 +43,15 @@ const STEEP_DEGREES: f64 = 30.0;
 pub const DEPTH_REACH: f64 = 0.25;
 /// The depth factor's search step at its coarsest, as a share of [`DEPTH_REACH`] (2 of 8).
 const DEPTH_STEPS: f64 = 8.0;
+/// A depth read far off is looked for first at these factors of the model's (the search's
+/// reach is [`DEPTH_REACH`] about where it starts): a reader's depth off by half or twice,
+/// as readers misread a side seen foreshortened. The nearest good one is taken ...
+const COARSE_DEPTHS: [f64; 10] = [0.8, 1.25, 0.7, 1.4, 0.6, 1.6, 0.5, 1.8, 0.4, 2.0];
+/// ... when the edges that move with it lie this much closer to the target's lines (pixels,
+/// under [`WIDE_CAP`]) ...
+const COARSE_GAIN_PX: f64 = 1.0;
+/// ... leaving at most this share of the cost at the model's depth.
+const COARSE_LEFT: f64 = 0.5;
 /// Samples along a projected edge, one per this many pixels.
 const SAMPLE_SPACING_PX: f64 = 1.5;
 /// The search stops refining below this step (pixels).
@@ -448,7 +457,7 @@ pub fn propose(
     // picture model does not draw, so only a sweep's sizes (a pipe's radii) are read off its
     // far end. An exact pipe's far end, 120 px from the picture's centre, lies a pixel or two
     // off the target's under the alignment's scale, and its profile was moved there.
-    let moving = Moving { points: !matches!(motion, Motion::Sweep(_)), depth: fits_depth };
+    let mut moving = Moving { points: !matches!(motion, Motion::Sweep(_)), depth: fits_depth, depth_about: 1.0 };
     let proposal = |best: &Numbers, after_px: f64, regular: Regularised| {
         let mut fitted = sketch.clone();
         apply(&mut fitted, best, Some(on));
@@ -479,7 +488,13 @@ pub fn propose(
         }
         _ => None,
     };
-    let (start, concentric) = on_path.unwrap_or_else(|| (numbers.clone(), 0));
+    let (mut start, concentric) = on_path.unwrap_or_else(|| (numbers.clone(), 0));
+    if moving.depth
+        && let Some(factor) = coarse_depth(&start, &wide)
+    {
+        start.depth_scale = factor;
+        moving.depth_about = factor;
+    }
     let (best, after_px) = search(&start, &cost, &ties, reach, px_per_unit, moving);
     // Where the drawing lies beyond the capped cost's reach (it is flat past EDGE_CAP), the
     // search again from where a wider cap leads it; the better of the two by the usual cost.
@@ -547,11 +562,26 @@ pub(super) fn pixels_per_unit(camera: &Camera) -> f64 {
     }
 }
 
+/// Where a depth read far off agrees with the target ([`COARSE_DEPTHS`]): the factor of the
+/// nearest that lowers the `cost` (the wide cap's: a far edge is far) by [`COARSE_GAIN_PX`]
+/// to [`COARSE_LEFT`] of it. The drawing's other numbers stay as they are; the search then
+/// starts from it.
+fn coarse_depth(start: &Numbers, cost: &dyn Fn(&Numbers) -> f64) -> Option<f64> {
+    let at = |factor: f64| cost(&Numbers { depth_scale: factor, ..start.clone() });
+    let drawn = at(start.depth_scale);
+    COARSE_DEPTHS.iter().map(|f| f * start.depth_scale).find(|&factor| {
+        let k = at(factor);
+        drawn - k >= COARSE_GAIN_PX && k <= COARSE_LEFT * drawn
+    })
+}
+
 /// Which of the drawing's numbers the search moves besides its radii.
 #[derive(Debug, Clone, Copy)]
 struct Moving {
     points: bool,
     depth: bool,
+    /// The depth factor the depth's reach is about ([`coarse_depth`]; else the model's, 1).
+    depth_about: f64,
 }
 
 /// One number the search moves: a point's coordinate, a radius, or the depth factor.
@@ -610,7 +640,10 @@ fn search(
     let bounds = |c: Coordinate| -> (f64, f64, f64) {
         let origin = c.get(start);
         match c {
-            Coordinate::Depth => (1.0 - DEPTH_REACH, 1.0 + DEPTH_REACH, DEPTH_REACH / DEPTH_STEPS),
+            Coordinate::Depth => {
+                let about = moves.depth_about;
+                (about * (1.0 - DEPTH_REACH), about * (1.0 + DEPTH_REACH), about * DEPTH_REACH / DEPTH_STEPS)
+            }
             Coordinate::Radius(_) => ((origin - reach).max(origin * 0.05), origin + reach, 1.0 / px_per_unit),
             Coordinate::Point(..) => (origin - reach, origin + reach, 1.0 / px_per_unit),
         }

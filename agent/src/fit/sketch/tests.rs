@@ -391,6 +391,24 @@ fn a_side_the_target_shows_slanted_is_not_squared() {
 }
 
 #[test]
+fn a_depth_read_far_off_is_found_beyond_the_searchs_reach() {
+    // Read 1.8 times as deep and 0.6 times: the top outline lies 20 px and more off, beyond
+    // the depth's reach (a quarter either way) and the capped cost's pull.
+    let lines = drawn_box(TRUE, 12.0);
+    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+    for drawn in [21.6, 7.2] {
+        let proposal = propose_box(TRUE, drawn, &Picture::of_box(TRUE, drawn), &target).expect("scored");
+        assert!(super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
+        let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
+        assert!((depth_of(&e.extent).expect("depth") - 12.0).abs() < 0.4, "read {drawn}: {:?}", e.extent);
+    }
+    // A depth the target shows as drawn stays so.
+    let proposal = propose_box(TRUE, 12.0, &Picture::of_box(TRUE, 12.0), &target).expect("scored");
+    let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
+    assert!((depth_of(&e.extent).expect("depth") - 12.0).abs() < 0.2, "{:?}", e.extent);
+}
+
+#[test]
 fn a_depth_read_short_is_lengthened() {
     let lines = drawn_box(TRUE, 12.0);
     let target = TargetPixels::new(SIZE, lines.clone(), &lines);
