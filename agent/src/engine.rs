@@ -10,7 +10,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use freecad_bridge::command::Sketch;
-use freecad_bridge::{BridgeError, Command, ModelState, Preview, Program, RefusalKind, Session};
+use freecad_bridge::{BridgeError, Command, ModelState, Program, Session};
 use gerd::retrieve::embed::Embedder;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -211,6 +211,7 @@ impl Reconstruction {
             framed_lines,
             fit_target,
             fit_report: None,
+            dropped: Vec::new(),
             finish: None,
             edit_failure: None,
             fitted_from: None,
@@ -292,7 +293,7 @@ fn with_parameters(command: &Value) -> Result<Command, String> {
 pub(crate) struct CandidateFailure {
     pub(crate) reason: String,
     /// The index of the sketch whose constraints cannot be solved, when that was the failure.
-    unsolvable_sketch: Option<usize>,
+    pub(crate) unsolvable_sketch: Option<usize>,
 }
 
 /// Where in the run an attempt is.
@@ -333,6 +334,8 @@ pub(crate) struct Engine<'a> {
     pub(crate) fit_target: Option<fit::TargetPixels>,
     /// The fit of the candidate Stage 3 is judging, when one ran.
     pub fit_report: Option<fit::FitReport>,
+    /// The constraints the solver dropped from that candidate's sketches, as written.
+    pub(crate) dropped: Vec<String>,
     /// Stage 3 accepted this attempt's candidate as the last step (its reasons): once it is
     /// committed the run ends as if Stage 1 had said END, without that call.
     pub(crate) finish: Option<String>,
@@ -887,57 +890,6 @@ impl Engine<'_> {
         self.failed_candidates += 1;
         self.emit(TraceEvent::Execute(Execution::failed(turn.step, turn.attempt, reason.clone())))?;
         Ok(Attempt::retry(format!("the candidate failed: {reason}")))
-    }
-
-    /// Execute the sketches and preview the feature; on a failure the document is put back.
-    /// Constraints the solver drops as redundant are recorded and left out of the sketches
-    /// that will be committed.
-    pub(crate) fn candidate(
-        &mut self,
-        session: &mut Session,
-        sketches: &mut [Sketch],
-        command: &Command,
-        turn: Turn,
-    ) -> Result<Result<Preview, CandidateFailure>, LoopError> {
-        for (i, sketch) in sketches.iter_mut().enumerate() {
-            let c = Command::Sketch(sketch.clone());
-            match kernel(&mut self.timing, session, |s| s.execute(&c)) {
-                Ok(executed) => {
-                    // What is committed is what was solved (a replay then builds this model).
-                    *sketch = sketch.as_solved(&executed);
-                    if !executed.dropped.is_empty() {
-                        self.emit(TraceEvent::Dropped {
-                            step: turn.step,
-                            attempt: turn.attempt,
-                            sketch: sketch.name.clone(),
-                            constraints: executed.dropped.clone(),
-                        })?;
-                    }
-                }
-                Err(e) => {
-                    let name = sketch.name.clone();
-                    if i > 0 {
-                        self.rollback(session)?;
-                    }
-                    let unsolvable = matches!(&e, BridgeError::Command { kind: RefusalKind::Unsolvable, .. });
-                    return Ok(Err(CandidateFailure {
-                        reason: format!("sketch {name}: {e}"),
-                        unsolvable_sketch: unsolvable.then_some(i),
-                    }));
-                }
-            }
-        }
-        let diagonal = session.state().bbox.map_or(2.0 * self.sphere.radius, |b| b.diagonal());
-        let preview = kernel(&mut self.timing, session, |s| s.preview(command, views::deflection_for(diagonal)));
-        match preview {
-            Ok(p) => Ok(Ok(p)),
-            Err(e) => {
-                if !sketches.is_empty() {
-                    self.rollback(session)?;
-                }
-                Ok(Err(CandidateFailure { reason: e.to_string(), unsolvable_sketch: None }))
-            }
-        }
     }
 
     /// Refit S_t to the current model (Reg).

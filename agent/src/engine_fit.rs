@@ -87,7 +87,12 @@ impl Engine<'_> {
         if let Some(switch) = switch {
             kernel(&mut self.timing, session, |s| s.execute(switch))?;
         }
-        self.candidate(session, &mut sketches.to_vec(), command, turn)
+        // The fitted sketches are the solved ones, which the solver's drops already left out:
+        // what Stage 3 is told it dropped is the drawing's.
+        let dropped = std::mem::take(&mut self.dropped);
+        let built = self.candidate(session, &mut sketches.to_vec(), command, turn);
+        self.dropped = dropped;
+        built
     }
 
     /// How far across its axis a revolve's profile may be put back on it: [`fit::sketch::AXIS_REACH_PX`]

@@ -31,6 +31,7 @@
 //! ```
 
 pub mod batch;
+mod candidate;
 pub mod config;
 pub mod direct_code;
 pub mod engine;

@@ -254,6 +254,8 @@ impl Engine<'_> {
         command: Command,
     ) -> Result<Attempt, LoopError> {
         let Some(revision) = plan.revision.clone() else { return Ok(Attempt::retry("not a revision".into())) };
+        // A revision changes numbers, not constraints: nothing of it is dropped to tell.
+        self.dropped.clear();
         let mut revised = self.history.clone();
         revised[revision.number - 1] = command;
         for l in &revision.also {

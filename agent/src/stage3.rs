@@ -75,6 +75,8 @@ impl Engine<'_> {
             .value("delta", delta(state, &preview.state))
             .value("solved", solved_sketches(sketches, &preview.state))
             .flag("solved", !sketches.is_empty())
+            .value("dropped", self.dropped.join("; "))
+            .flag("dropped", !self.dropped.is_empty())
             .value("overlap", overlap.map(|o| o.describe(self.circle_px() / self.sphere.radius)).unwrap_or_default())
             .flag("overlap", overlap.is_some())
             .value("lines", lines.map(|l| l.describe()).unwrap_or_default())
