@@ -94,8 +94,9 @@ mod tests {
             on: "XY".into(),
             primitives: vec![line([0.0, 0.0], [10.0, 0.0]), line([10.0, 0.0], [10.0, 5.0])],
             constraints: vec![
-                serde_json::from_str::<Constraint>(r#"{"type": "horizontal", "line": "g0"}"#).unwrap(),
-                serde_json::from_str::<Constraint>(r#"{"type": "perpendicular", "a": "g0", "b": "g1"}"#).unwrap(),
+                serde_json::from_str::<Constraint>(r#"{"type": "horizontal", "line": "g0"}"#).expect("a constraint"),
+                serde_json::from_str::<Constraint>(r#"{"type": "perpendicular", "a": "g0", "b": "g1"}"#)
+                    .expect("a constraint"),
             ],
             auto_coincident: true,
         };
