@@ -22,6 +22,7 @@ use super::regular::Regularised;
 use super::sweep::Carry;
 use super::ties::Ties;
 use super::{EDGE_CAP, TargetPixels};
+use depth::{coarse_depth, depth_on_picture, depth_vector};
 
 /// How far a point or radius may move, in pixels of the outline. The simulated reader's
 /// 1% of the window is about 4.5 px at the views' scale: at 8 px a tenth of its corners
@@ -43,15 +44,6 @@ const STEEP_DEGREES: f64 = 30.0;
 pub const DEPTH_REACH: f64 = 0.25;
 /// The depth factor's search step at its coarsest, as a share of [`DEPTH_REACH`] (2 of 8).
 const DEPTH_STEPS: f64 = 8.0;
-/// A depth read far off is looked for first at these factors of the model's (the search's
-/// reach is [`DEPTH_REACH`] about where it starts): a reader's depth off by half or twice,
-/// as readers misread a side seen foreshortened. The nearest good one is taken ...
-const COARSE_DEPTHS: [f64; 10] = [0.8, 1.25, 0.7, 1.4, 0.6, 1.6, 0.5, 1.8, 0.4, 2.0];
-/// ... when the edges that move with it lie this much closer to the target's lines (pixels,
-/// under [`WIDE_CAP`]) ...
-const COARSE_GAIN_PX: f64 = 1.0;
-/// ... leaving at most this share of the cost at the model's depth.
-const COARSE_LEFT: f64 = 0.5;
 /// Samples along a projected edge, one per this many pixels.
 const SAMPLE_SPACING_PX: f64 = 1.5;
 /// The search stops refining below this step (pixels).
@@ -427,18 +419,24 @@ pub fn propose(
     if samples.is_empty() {
         return None;
     }
-    let capped = |n: &Numbers, cap: f64| -> f64 {
+    // The mean capped distance of the samples to the target's lines, the picture moved by
+    // `offset` (pixels) from where `align` lines it up.
+    let capped_at = |n: &Numbers, cap: f64, offset: (f64, f64)| -> f64 {
         let total: f64 = samples
             .iter()
             .map(|c| {
                 model.sample_pixel(n, &c.sample).map_or(cap, |(x, y)| {
                     let (tx, ty) = align.on_target(x, y);
-                    line_distance(target, c.sample.on_outline(), c.bin, tx, ty, cap)
+                    line_distance(target, c.sample.on_outline(), c.bin, tx + offset.0, ty + offset.1, cap)
                 })
             })
             .sum();
         total / samples.len() as f64
     };
+    // Where the search scores the picture: as lined up, or lined up anew for a depth read
+    // far off (below).
+    let offset = std::cell::Cell::new((0.0, 0.0));
+    let capped = |n: &Numbers, cap: f64| capped_at(n, cap, offset.get());
     let cost = |n: &Numbers| capped(n, EDGE_CAP);
     let wide = |n: &Numbers| capped(n, WIDE_CAP);
     let before_px = cost(&numbers);
@@ -489,11 +487,34 @@ pub fn propose(
         _ => None,
     };
     let (mut start, concentric) = on_path.unwrap_or_else(|| (numbers.clone(), 0));
-    if moving.depth
-        && let Some(factor) = coarse_depth(&start, &wide)
-    {
-        start.depth_scale = factor;
-        moving.depth_about = factor;
+    // A depth read far off: each factor's model lined up anew along the depth's direction
+    // on the picture (the whole model's alignment centres a block read short on the
+    // target's, so under it a taller block's top only moves further off).
+    let lined_up = |n: &Numbers| -> (f64, (f64, f64)) {
+        let v = match motion {
+            Motion::Extrude { depth } => depth_vector(&model, &numbers, depth).unwrap_or((0.0, 0.0)),
+            _ => (0.0, 0.0),
+        };
+        let span = (n.depth_scale - 1.0).abs();
+        let steps = (span * v.0.hypot(v.1)).ceil() as i64;
+        (-steps..=steps)
+            .map(|k| {
+                let s = if steps == 0 { 0.0 } else { span * k as f64 / steps as f64 };
+                (capped_at(n, WIDE_CAP, (s * v.0, s * v.1)), (s * v.0, s * v.1))
+            })
+            .fold((f64::INFINITY, (0.0, 0.0)), |a, b| if b.0 < a.0 { b } else { a })
+    };
+    if moving.depth && matches!(motion, Motion::Extrude { .. }) {
+        // As the picture is lined up first (a block read deep keeps its alignment best),
+        // then each depth lined up anew (a block read short needs it).
+        if let Some(factor) = coarse_depth(&start, &wide) {
+            start.depth_scale = factor;
+            moving.depth_about = factor;
+        } else if let Some(factor) = coarse_depth(&start, &|n| lined_up(n).0) {
+            start.depth_scale = factor;
+            moving.depth_about = factor;
+            offset.set(lined_up(&start).1);
+        }
     }
     let (best, after_px) = search(&start, &cost, &ties, reach, px_per_unit, moving);
     // Where the drawing lies beyond the capped cost's reach (it is flat past EDGE_CAP), the
@@ -530,17 +551,6 @@ pub(super) fn is_construction(primitive: &Primitive) -> bool {
     )
 }
 
-/// How long (pixels) the extrusion's depth is on the picture, at the drawing's first point.
-fn depth_on_picture(model: &Model, n: &Numbers, depth: f64) -> f64 {
-    let Some(&at) = n.points.first() else { return 0.0 };
-    let normal = Vector3::from(model.frame.normal) * depth;
-    let p = Vector3::from(model.frame.to_global(at[0], at[1]));
-    match (model.camera.project(&Point3::from(p)), model.camera.project(&Point3::from(p + normal))) {
-        (Some(a), Some(b)) => (a.0 - b.0).hypot(a.1 - b.1),
-        _ => 0.0,
-    }
-}
-
 /// Whether a fitted depth moves the sample.
 fn moves_with_depth(sample: &Sample) -> bool {
     match sample {
@@ -562,25 +572,12 @@ pub(super) fn pixels_per_unit(camera: &Camera) -> f64 {
     }
 }
 
-/// Where a depth read far off agrees with the target ([`COARSE_DEPTHS`]): the factor of the
-/// nearest that lowers the `cost` (the wide cap's: a far edge is far) by [`COARSE_GAIN_PX`]
-/// to [`COARSE_LEFT`] of it. The drawing's other numbers stay as they are; the search then
-/// starts from it.
-fn coarse_depth(start: &Numbers, cost: &dyn Fn(&Numbers) -> f64) -> Option<f64> {
-    let at = |factor: f64| cost(&Numbers { depth_scale: factor, ..start.clone() });
-    let drawn = at(start.depth_scale);
-    COARSE_DEPTHS.iter().map(|f| f * start.depth_scale).find(|&factor| {
-        let k = at(factor);
-        drawn - k >= COARSE_GAIN_PX && k <= COARSE_LEFT * drawn
-    })
-}
-
 /// Which of the drawing's numbers the search moves besides its radii.
 #[derive(Debug, Clone, Copy)]
 struct Moving {
     points: bool,
     depth: bool,
-    /// The depth factor the depth's reach is about ([`coarse_depth`]; else the model's, 1).
+    /// The depth factor the depth's reach is about ([`depth::coarse_depth`]; else the model's, 1).
     depth_about: f64,
 }
 
@@ -963,6 +960,7 @@ pub(super) fn scale_depth(extent: &mut Extent, factor: f64) {
     }
 }
 
+mod depth;
 mod outline;
 
 #[cfg(test)]

@@ -409,6 +409,37 @@ fn a_depth_read_far_off_is_found_beyond_the_searchs_reach() {
 }
 
 #[test]
+fn a_depth_read_far_short_is_found_where_the_model_is_lined_up_on_the_targets_middle() {
+    // The whole picture's alignment centres a block read 0.6 times as deep on the target's
+    // silhouette: its top falls short of the target's and its bottom beyond. Lined up so, a
+    // deeper block's top only moves further off; each depth tried is lined up anew.
+    let lines = drawn_box(TRUE, 12.0);
+    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+    let c = camera();
+    let (a, b) =
+        (c.project(&Point3::origin()).expect("in front"), c.project(&Point3::new(0.0, 0.0, 1.0)).expect("in front"));
+    let half = 12.0 * 0.4 / 2.0;
+    let shift = [((b.0 - a.0) * half).round() as i64, ((b.1 - a.1) * half).round() as i64];
+    assert!(shift[1].abs() >= 4, "the test lines the block up visibly off: {shift:?}");
+    let align = crate::fit::Alignment { shift, ..still() };
+    let picture = Picture::of_box(TRUE, 7.2);
+    let proposal = propose(
+        &rectangle("S1", TRUE),
+        &Feature::Extrude(pad(7.2)),
+        on(&ModelState::empty(), &xy()),
+        &c,
+        picture.render(),
+        align,
+        &target,
+        Moves::Fit,
+    )
+    .expect("scored");
+    assert!(super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
+    let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
+    assert!((depth_of(&e.extent).expect("depth") - 12.0).abs() < 1.0, "{:?}", e.extent);
+}
+
+#[test]
 fn a_depth_read_short_is_lengthened() {
     let lines = drawn_box(TRUE, 12.0);
     let target = TargetPixels::new(SIZE, lines.clone(), &lines);
