@@ -1,7 +1,8 @@
 //! The fit against a real FreeCAD, end to end: an exact candidate is left alone and
 //! `--no-fit` turns the fit off; a noisy drawing is moved onto the target's lines; a thin
-//! plate's depth and a tube's walls read wrong are measured back at END; a feature whose fit
-//! is kept is fitted again; a run that stops at a failed step is fitted too.
+//! plate's depth and a tube's walls read wrong are measured back at END; a pipe's path drawn
+//! leaning is put on the target's outline; a feature whose fit is kept is fitted again; a run
+//! that stops at a failed step is fitted too.
 
 mod common;
 
@@ -237,6 +238,52 @@ fn a_tubes_walls_drawn_thin_are_measured_to_the_targets_at_end() {
         .find(|f| f["report"]["walls"].is_array() && f["report"]["dropped"].is_null())
         .expect("the walls were measured and moved");
     assert_eq!(measured["report"]["walls"].as_array().map(Vec::len), Some(4), "{measured}");
+}
+
+/// A bent pipe the simulated reader draws leaning and too thick (reader seed 4, a percent of
+/// the window's noise on each point): the profile's fit reads only its far end, and the fit
+/// at END moves the path's points and the radius until the tube's sides lie on the target's
+/// outline and its rings on the target's lines.
+#[test]
+fn a_pipes_path_drawn_leaning_is_put_on_the_targets_outline_at_end() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gt = dir.path().join("pipe.json");
+    let program = serde_json::json!({"commands": [
+        {"op": "sketch", "name": "S1", "on": "XY", "primitives": [{"type": "circle", "center": [0, 0], "radius": 4}]},
+        {"op": "sketch", "name": "S2", "on": "XZ", "primitives": [
+            {"type": "line", "start": [0, 0], "end": [0, 40]},
+            {"type": "center_arc", "center": [15, 40], "radius": 15, "start_angle": 90, "end_angle": 180},
+            {"type": "line", "start": [15, 55], "end": [30, 55]}]},
+        {"op": "sweep", "profile": "S1", "mode": "add", "path": {"sketch": "S2"}},
+        {"op": "end"}]});
+    std::fs::write(&gt, program.to_string()).expect("ground truth");
+    let image = target_image(&gt, dir.path());
+    let run = |name: &str, extra: &[&str]| -> PathBuf {
+        let out = dir.path().join(name);
+        let mut args = vec!["--vlm", "sim", "--gt", gt.to_str().expect("utf-8"), "--seed", "4"];
+        for rate in ["sigma=0.01", "parameter=0", "reference=0", "operation=0", "judge_flip=0"] {
+            args.extend(["--sim", rate]);
+        }
+        args.extend(extra);
+        let output = reconstruct(&image, &out, &args);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        out
+    };
+    let (unfitted, fitted) = (run("unfitted", &["--no-fit"]), run("fitted", &[]));
+    let path_of = |out: &Path| -> Value {
+        let program: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+        program["commands"].as_array().expect("commands").iter().find(|c| c["name"] == "S2").cloned().expect("S2")
+    };
+    assert_ne!(path_of(&unfitted), path_of(&fitted), "the path moved");
+    let (before, after) = (
+        iou(&unfitted.join("model.FCStd"), &gt, "static").expect("scored"),
+        iou(&fitted.join("model.FCStd"), &gt, "static").expect("scored"),
+    );
+    assert!(
+        before < 0.8 && after > 0.9 && after - before > 0.1,
+        "static IoU {before} without the fit, {after} with it"
+    );
 }
 
 /// A shaft the simulated reader draws at readers' error size (generated part 3 of seed 11,

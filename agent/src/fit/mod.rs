@@ -28,6 +28,7 @@
 
 pub mod dimensions;
 pub mod edge_size;
+pub mod path;
 pub mod program;
 pub mod regular;
 pub mod rename;

@@ -208,24 +208,7 @@ struct Model<'a> {
 
 impl Model<'_> {
     fn uv(&self, n: &Numbers, shape: Shape, s: f64) -> Option<[f64; 2]> {
-        let on_circle = |c: [f64; 2], r: f64, angle: f64| [c[0] + r * angle.cos(), c[1] + r * angle.sin()];
-        Some(match shape {
-            Shape::Line { a, b } => {
-                let (p, q) = (n.points[a], n.points[b]);
-                [p[0] + s * (q[0] - p[0]), p[1] + s * (q[1] - p[1])]
-            }
-            Shape::Arc { a, m, b } => {
-                let (p, mid, q) = (n.points[a], n.points[m], n.points[b]);
-                let (c, r) = circumcircle(p, mid, q)?;
-                let (from, sweep) = freecad_bridge::geometry::arc_angles(p, mid, q, c);
-                on_circle(c, r, from + s * sweep)
-            }
-            Shape::CenterArc { c, r, from, to } => {
-                let sweep = (to - from).rem_euclid(360.0);
-                on_circle(n.points[c], n.radii[r], (from + s * sweep).to_radians())
-            }
-            Shape::Circle { c, r } => on_circle(n.points[c], n.radii[r], s * std::f64::consts::TAU),
-        })
+        uv(n, shape, s)
     }
 
     /// The pixel (outline's camera) of sketch point `uv` carried to `place`.
@@ -278,9 +261,31 @@ impl Model<'_> {
     }
 }
 
+/// The sketch point at share `s` (0..1) along `shape` of the drawing `n`.
+pub(super) fn uv(n: &Numbers, shape: Shape, s: f64) -> Option<[f64; 2]> {
+    let on_circle = |c: [f64; 2], r: f64, angle: f64| [c[0] + r * angle.cos(), c[1] + r * angle.sin()];
+    Some(match shape {
+        Shape::Line { a, b } => {
+            let (p, q) = (n.points[a], n.points[b]);
+            [p[0] + s * (q[0] - p[0]), p[1] + s * (q[1] - p[1])]
+        }
+        Shape::Arc { a, m, b } => {
+            let (p, mid, q) = (n.points[a], n.points[m], n.points[b]);
+            let (c, r) = circumcircle(p, mid, q)?;
+            let (from, sweep) = freecad_bridge::geometry::arc_angles(p, mid, q, c);
+            on_circle(c, r, from + s * sweep)
+        }
+        Shape::CenterArc { c, r, from, to } => {
+            let sweep = (to - from).rem_euclid(360.0);
+            on_circle(n.points[c], n.radii[r], (from + s * sweep).to_radians())
+        }
+        Shape::Circle { c, r } => on_circle(n.points[c], n.radii[r], s * std::f64::consts::TAU),
+    })
+}
+
 /// The target's distance to lines (or, `outline`, to its silhouette's boundary) running in
 /// direction `bin` at a (fractional) pixel, bilinear, capped.
-fn line_distance(target: &TargetPixels, outline: bool, bin: usize, x: f64, y: f64, cap: f64) -> f64 {
+pub(super) fn line_distance(target: &TargetPixels, outline: bool, bin: usize, x: f64, y: f64, cap: f64) -> f64 {
     let size = target.size as usize;
     // The four pixels around it must all be inside the picture.
     let (x0, y0) = ((x - 0.5).floor(), (y - 0.5).floor());
@@ -583,14 +588,14 @@ struct Moving {
 
 /// One number the search moves: a point's coordinate, a radius, or the depth factor.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Coordinate {
+pub(super) enum Coordinate {
     Point(usize, usize),
     Radius(usize),
     Depth,
 }
 
 impl Coordinate {
-    fn get(self, n: &Numbers) -> f64 {
+    pub(super) fn get(self, n: &Numbers) -> f64 {
         match self {
             Coordinate::Point(i, axis) => n.points[i][axis],
             Coordinate::Radius(i) => n.radii[i],
@@ -645,11 +650,23 @@ fn search(
             Coordinate::Point(..) => (origin - reach, origin + reach, 1.0 / px_per_unit),
         }
     };
+    search_over(start, &coordinates, &bounds, cost, ties)
+}
+
+/// [`search`] over the numbers `coordinates`, each within `bounds` (lowest, highest, and
+/// the size of one pixel's move).
+pub(super) fn search_over(
+    start: &Numbers,
+    coordinates: &[Coordinate],
+    bounds: &dyn Fn(Coordinate) -> (f64, f64, f64),
+    cost: &dyn Fn(&Numbers) -> f64,
+    ties: &Ties,
+) -> (Numbers, f64) {
     let mut held: Vec<Coordinate> = Vec::new();
     let mut best = start.clone();
     for _ in 0..3 {
         let free: Vec<Coordinate> = coordinates.iter().copied().filter(|c| !held.contains(c)).collect();
-        best = pattern_search(best, &free, &bounds, cost, ties);
+        best = pattern_search(best, &free, bounds, cost, ties);
         let at_edge: Vec<Coordinate> = free
             .into_iter()
             .filter(|&c| {

@@ -249,6 +249,23 @@ impl Ties {
         Ties { rows, scale: self.scale }
     }
 
+    /// These ties and each line (two points) touching the three-point arc (its three points)
+    /// it meets: a pipe's path drawn smooth by eye ([`super::path`]).
+    pub(super) fn with_tangents(&self, pairs: &[([usize; 2], [usize; 3])]) -> Ties {
+        let mut rows = self.rows.clone();
+        rows.extend(pairs.iter().map(|&([p, q], [a, m, b])| {
+            Row::LineTangent(Point::Number(p), Point::Number(q), Point::ArcCentre { a, m, b }, Radius::Arc { a, m, b })
+        }));
+        Ties { rows, scale: self.scale }
+    }
+
+    /// These ties and coordinate `axis` of point `point` held at `value`.
+    pub(super) fn with_held(&self, point: usize, axis: usize, value: f64) -> Ties {
+        let mut rows = self.rows.clone();
+        rows.push(Row::Same(Point::Number(point), Point::Fixed([value; 2]), axis));
+        Ties { rows, scale: self.scale }
+    }
+
     fn residuals(&self, n: &Numbers) -> DVector<f64> {
         DVector::from_iterator(self.rows.len(), self.rows.iter().map(|r| r.value(n)))
     }
