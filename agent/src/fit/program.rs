@@ -859,4 +859,27 @@ mod tests {
         assert_eq!(lifting_plane(&program[..4], "P2"), None);
         assert_eq!(lifting_plane(&program[..2], "XY"), None);
     }
+
+    #[test]
+    fn a_bores_pipe_is_the_sweep_that_adds_along_its_path() {
+        let program = commands(serde_json::json!([
+            {"op": "sketch", "name": "S1", "on": "XY", "primitives": [{"type": "circle", "center": [0.0, 0.0], "radius": 3.0}]},
+            {"op": "sketch", "name": "S2", "on": "XZ", "primitives": [{"type": "line", "start": [0.0, 0.0], "end": [0.0, 50.0]}]},
+            {"op": "sweep", "profile": "S1", "mode": "add", "path": {"sketch": "S2"}},
+            {"op": "sketch", "name": "S3", "on": "XY", "primitives": [
+                {"type": "circle", "center": [0.2, 0.0], "radius": 1.25},
+                {"type": "circle", "center": [20.0, 0.0], "radius": 4.0}]},
+            {"op": "sweep", "profile": "S3", "mode": "cut", "path": {"sketch": "S2"}}
+        ]));
+        let xy = Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 1.0, 0.0], normal: [0.0, 0.0, 1.0] };
+        let frames = vec![Some(xy), None, None, Some(xy), None];
+        let Command::Sweep(cut) = &program[4] else { panic!("a sweep") };
+        assert_eq!(pipe_radius(&program[..4], &frames, cut, [0.0; 3], 1.0), Some(3.0));
+        // Only circles about the path's start are the bore's section (not a hole 20 mm away).
+        let Command::Sketch(bore) = &program[3] else { panic!("a sketch") };
+        assert_eq!(section_radius(bore, &xy, [0.0; 3], 1.0), Some(1.25));
+        // A cut along another path has no pipe.
+        let other = Sweep { path: SweepPath::Sketch("S9".into()), ..cut.clone() };
+        assert_eq!(pipe_radius(&program[..4], &frames, &other, [0.0; 3], 1.0), None);
+    }
 }
