@@ -495,11 +495,11 @@ pub fn propose(
     // A depth read far off: each factor's model lined up anew along the depth's direction
     // on the picture (the whole model's alignment centres a block read short on the
     // target's, so under it a taller block's top only moves further off).
+    let v = match motion {
+        Motion::Extrude { depth } => depth_vector(&model, &numbers, depth).unwrap_or((0.0, 0.0)),
+        _ => (0.0, 0.0),
+    };
     let lined_up = |n: &Numbers| -> (f64, (f64, f64)) {
-        let v = match motion {
-            Motion::Extrude { depth } => depth_vector(&model, &numbers, depth).unwrap_or((0.0, 0.0)),
-            _ => (0.0, 0.0),
-        };
         let span = (n.depth_scale - 1.0).abs();
         let steps = (span * v.0.hypot(v.1)).ceil() as i64;
         (-steps..=steps)

@@ -204,14 +204,7 @@ pub(super) fn changes_enough(model_px: f64, target_px: f64) -> bool {
 /// The target's lines crossed going from `p0` (the model's picture) along the unit `u`,
 /// from `lo` to `hi` pixels: runs of line pixels, each by its centre (pixels along `u`),
 /// sampled bilinearly every quarter pixel.
-pub(super) fn lines_across(
-    target: &TargetPixels,
-    align: Alignment,
-    p0: [f64; 2],
-    u: [f64; 2],
-    lo: f64,
-    hi: f64,
-) -> Vec<f64> {
+fn lines_across(target: &TargetPixels, align: Alignment, p0: [f64; 2], u: [f64; 2], lo: f64, hi: f64) -> Vec<f64> {
     let size = target.size as usize;
     let line = |x: f64, y: f64| -> f64 {
         let (x, y) = align.on_target(x, y);

@@ -183,6 +183,17 @@ fn a_sample_counts_only_on_its_own_edge_not_on_another_drawn_over_it() {
 /// The fit of a box pad on XY (profile `drawn`, `depth` deep), its render `picture`, seen
 /// by the test camera against `target`.
 fn propose_box(drawn: [[f64; 2]; 4], depth: f64, picture: &Picture, target: &TargetPixels) -> Option<Proposal> {
+    propose_box_at(drawn, depth, picture, target, still())
+}
+
+/// [`propose_box`], the picture lined up on the target by `align`.
+fn propose_box_at(
+    drawn: [[f64; 2]; 4],
+    depth: f64,
+    picture: &Picture,
+    target: &TargetPixels,
+    align: crate::fit::Alignment,
+) -> Option<Proposal> {
     let pad = Feature::Extrude(pad(depth));
     let render = picture.render();
     propose(
@@ -191,7 +202,7 @@ fn propose_box(drawn: [[f64; 2]; 4], depth: f64, picture: &Picture, target: &Tar
         on(&ModelState::empty(), &xy()),
         &camera(),
         render,
-        still(),
+        align,
         target,
         Moves::Fit,
     )
@@ -422,18 +433,7 @@ fn a_depth_read_far_short_is_found_where_the_model_is_lined_up_on_the_targets_mi
     let shift = [((b.0 - a.0) * half).round() as i64, ((b.1 - a.1) * half).round() as i64];
     assert!(shift[1].abs() >= 4, "the test lines the block up visibly off: {shift:?}");
     let align = crate::fit::Alignment { shift, ..still() };
-    let picture = Picture::of_box(TRUE, 7.2);
-    let proposal = propose(
-        &rectangle("S1", TRUE),
-        &Feature::Extrude(pad(7.2)),
-        on(&ModelState::empty(), &xy()),
-        &c,
-        picture.render(),
-        align,
-        &target,
-        Moves::Fit,
-    )
-    .expect("scored");
+    let proposal = propose_box_at(TRUE, 7.2, &Picture::of_box(TRUE, 7.2), &target, align).expect("scored");
     assert!(super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
     let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
     assert!((depth_of(&e.extent).expect("depth") - 12.0).abs() < 1.0, "{:?}", e.extent);
