@@ -241,7 +241,7 @@ pub fn propose(
         .chain([Coordinate::Radius(0)])
         .collect();
     let bounds = |c: Coordinate| -> (f64, f64, f64) {
-        let origin = c.get(if matches!(c, Coordinate::Radius(_)) { &start_numbers } else { &numbers });
+        let origin = c.get(&numbers);
         match c {
             Coordinate::Radius(_) => ((origin - reach).max(origin * 0.5), origin + reach, 1.0 / px_per_unit),
             _ => (origin - reach, origin + reach, 1.0 / px_per_unit),
