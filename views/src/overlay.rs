@@ -106,7 +106,15 @@ pub fn silhouette_overlap(ids: &IdBuffers, target: &[bool]) -> (RgbImage, Overla
     let (w, h) = (ids.width as usize, ids.height as usize);
     let candidate = silhouette(ids);
     let target: Vec<bool> = (0..w * h).map(|i| target.get(i).copied().unwrap_or(false)).collect();
-    let shift = alignment(&candidate, &target, w, h);
+    // Lined up as registration will, unless that overlaps the target no more than the
+    // candidate where it is drawn: a relay reader's bar, drawn where the target has it,
+    // shown 59 px off (overlapping nothing) beside a longer one, looked misplaced.
+    let shifted = alignment(&candidate, &target, w, h);
+    let shift = if covered_both(&candidate, &target, w, h, shifted) > covered_both(&candidate, &target, w, h, [0, 0]) {
+        shifted
+    } else {
+        [0, 0]
+    };
     let mut image = RgbImage::from_pixel(ids.width, ids.height, Rgb([255, 255, 255]));
     let mut overlap = Overlap { shift_px: shift, ..Overlap::default() };
     for y in 0..h {
@@ -142,6 +150,21 @@ pub fn silhouette_overlap(ids: &IdBuffers, target: &[bool]) -> (RgbImage, Overla
     }
     overlay_legend(&mut image, OVERLAP_BOTH);
     (image, overlap)
+}
+
+/// How many pixels both silhouettes (`w` x `h`) cover, the candidate shifted by `shift`.
+fn covered_both(candidate: &[bool], target: &[bool], w: usize, h: usize, shift: [i64; 2]) -> usize {
+    (0..w * h)
+        .filter(|&i| {
+            let (sx, sy) = ((i % w) as i64 - shift[0], (i / w) as i64 - shift[1]);
+            target[i]
+                && sx >= 0
+                && sy >= 0
+                && (sx as usize) < w
+                && (sy as usize) < h
+                && candidate[sy as usize * w + sx as usize]
+        })
+        .count()
 }
 
 /// Where a picture shows the model (a face or an edge), pixel by pixel.
@@ -603,6 +626,14 @@ mod tests {
         // A part-built model slid far along the target: the shift is said to mean little.
         let slid = Overlap { shift_px: [40, 0], ..same };
         assert!(slid.describe(2.0).contains("only part of what the target shows"), "{}", slid.describe(2.0));
+        // A target of two squares, lower left and upper right, and a candidate square of the
+        // same size lower right: the columns line it up on the one, the rows on the other,
+        // and the shift (-2, 2) overlaps neither. Shown where it is drawn, not shifted.
+        let two: Vec<bool> = square(w, 10, 60, 20).iter().zip(square(w, 60, 10, 20)).map(|(a, b)| *a || b).collect();
+        let apart = IdBuffers { covered: square(w, 62, 58, 20), ..ids.clone() };
+        assert_eq!(alignment(&apart.covered, &two, w as usize, w as usize), [-2, 2], "the profiles' shift");
+        let (_, drawn) = silhouette_overlap(&apart, &two);
+        assert_eq!((drawn.shift_px, drawn.both), ([0, 0], 0), "{drawn:?}");
     }
 }
 
