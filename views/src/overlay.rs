@@ -100,8 +100,9 @@ pub const OVERLAP_CANDIDATE_ONLY: Rgb<u8> = Rgb([50, 90, 215]);
 
 /// The candidate's silhouette (what `ids` shows) over the target's (`target`, one flag per
 /// pixel of the same framing), the candidate first shifted to line up with the target as
-/// registration will after the step: grey where both show the part, red where only the
-/// target does, blue where only the candidate does.
+/// registration will after the step (where that overlaps the target more than the candidate
+/// as drawn): grey where both show the part, red where only the target does, blue where only
+/// the candidate does.
 pub fn silhouette_overlap(ids: &IdBuffers, target: &[bool]) -> (RgbImage, Overlap) {
     let (w, h) = (ids.width as usize, ids.height as usize);
     let candidate = silhouette(ids);

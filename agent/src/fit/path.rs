@@ -13,19 +13,18 @@
 //! counted where the candidate's own silhouette has its boundary (a stretch hidden behind a
 //! flange has none). The search is the drawing fit's ([`super::sketch::search_over`]).
 //!
-//! The profile lies at the path's start: when the start moves, the engine moves the profiles
-//! drawn about it by the same amount, and the start moves only across the profile's plane
-//! (off it, the profile would no longer lie where the path begins).
+//! The profile lies at the path's start: the start is put on the profile's plane and moves
+//! only across it (off it, the profile would no longer lie where the path begins), and the
+//! engine puts the profiles' circles drawn about the start on the fitted start.
 
-use freecad_bridge::command::{Primitive, Sketch};
+use freecad_bridge::command::Sketch;
 use freecad_bridge::geometry::circumcircle;
 use freecad_bridge::state::Frame;
 use nalgebra::{Point3, Vector3};
 use views::{Camera, IdBuffers, NO_ENTITY};
 
 use super::sketch::{
-    Coordinate, Numbers, POINT_REACH_PX, Shape, is_construction, line_distance, numbers_of, pixels_per_unit,
-    search_over, uv,
+    Coordinate, Numbers, POINT_REACH_PX, Shape, apply, line_distance, numbers_of, pixels_per_unit, search_over, uv,
 };
 use super::ties::Ties;
 use super::{Alignment, EDGE_CAP, Moved, TargetPixels};
@@ -67,8 +66,8 @@ pub struct Fitted {
     pub radius: f64,
     /// The fitted path's start (model space).
     pub start: [f64; 3],
-    /// Mean capped distance (pixels) of the counted outline samples to the target's
-    /// silhouette boundary, before and after.
+    /// Mean capped distance (pixels) of the counted samples to the target's silhouette
+    /// boundary (the outline's) or lines (the rings'), before and after.
     pub before_px: f64,
     pub after_px: f64,
     pub samples: usize,
@@ -162,7 +161,8 @@ impl Model<'_> {
 /// Fit `pipe`'s path and radius to the target, seen through `camera` (the outline's), where the
 /// candidate's render is `ids` and its alignment with the target `align`. `None` when the
 /// path is not lines and three-point arcs (a centre arc's ends are no shared points, so
-/// moving its centre would break the chain) or no sample of the outline shows.
+/// moving its centre would break the chain; a circle, even a construction one, is not
+/// fitted either), when `pipe.start` is no point of it, or when no sample shows.
 pub fn propose(
     pipe: &Pipe<'_>,
     camera: &Camera,
@@ -171,10 +171,8 @@ pub fn propose(
     target: &TargetPixels,
 ) -> Option<Fitted> {
     let (mut numbers, all_shapes) = numbers_of(pipe.path);
-    if all_shapes.iter().any(|(k, shape)| {
-        !is_construction(&pipe.path.primitives[*k]) && matches!(shape, Shape::Circle { .. } | Shape::CenterArc { .. })
-    }) || !numbers.radii.is_empty()
-    {
+    // Circles and centre arcs (construction ones too) have radii.
+    if !numbers.radii.is_empty() {
         return None;
     }
     numbers.radii.push(pipe.radius);
@@ -204,14 +202,20 @@ pub fn propose(
     for axis in (0..2).filter(|&axis| held(axis)) {
         plain = plain.with_held(start, axis, on_plane.points[start][axis]);
     }
-    let smooth = plain.with_tangents(&near_tangent(&all_shapes, &numbers));
+    let drawn: Vec<(usize, Shape)> = all_shapes
+        .iter()
+        .copied()
+        .filter(|&(k, _)| !super::sketch::is_construction(&pipe.path.primitives[k]))
+        .collect();
+    let smooth = plain.with_tangents(&near_tangent(&drawn, &numbers));
     let (ties, start_numbers) = match smooth.settle(on_plane.clone()) {
         Some(settled) => (smooth, settled),
-        None => (plain, on_plane),
+        None => {
+            let settled = plain.settle(on_plane).unwrap_or_else(|| numbers.clone());
+            (plain, settled)
+        }
     };
-    let shapes: Vec<(usize, Shape)> =
-        all_shapes.into_iter().filter(|&(k, _)| !is_construction(&pipe.path.primitives[k])).collect();
-    let model = Model { pipe, shapes, camera, px_per_unit };
+    let model = Model { pipe, shapes: drawn, camera, px_per_unit };
     // Scored where the candidate's outline lies best on the target's: `align` is the edges',
     // and a pipe has few edges (an exact pipe's outline lay 1.9 px off the target's under
     // them, 0.5 px under its own placement).
@@ -257,7 +261,12 @@ pub fn propose(
         (best, after_px)
     };
     Some(Fitted {
-        path: with_points(pipe.path, &best),
+        path: {
+            // The path's stated dimensions follow, else the solver pulls it back.
+            let mut fitted = pipe.path.clone();
+            apply(&mut fitted, &best, None);
+            fitted
+        },
         radius: best.radii[0],
         start: pipe.frame.to_global(best.points[start][0], best.points[start][1]),
         before_px,
@@ -304,27 +313,6 @@ fn start_point(pipe: &Pipe<'_>, n: &Numbers) -> Option<usize> {
         .map(|(i, p)| (i, (Vector3::from(pipe.frame.to_global(p[0], p[1])) - start).norm()))
         .min_by(|a, b| a.1.total_cmp(&b.1))?;
     (gap <= 1e-6 * (1.0 + start.norm())).then_some(i)
-}
-
-/// `path` with its points moved to `n`'s (a path of lines and three-point arcs).
-fn with_points(path: &Sketch, n: &Numbers) -> Sketch {
-    let (_, shapes) = numbers_of(path);
-    let mut fitted = path.clone();
-    for (k, shape) in shapes {
-        match (&mut fitted.primitives[k], shape) {
-            (Primitive::Line { start, end, .. }, Shape::Line { a, b }) => {
-                *start = n.points[a];
-                *end = n.points[b];
-            }
-            (Primitive::Arc { start, mid, end, .. }, Shape::Arc { a, m, b }) => {
-                *start = n.points[a];
-                *mid = n.points[m];
-                *end = n.points[b];
-            }
-            _ => {}
-        }
-    }
-    fitted
 }
 
 /// Samples along both sides of the tube's outline, kept where the candidate's silhouette has
@@ -442,7 +430,8 @@ fn placed_outline(ids: &IdBuffers, align: Alignment, target: &TargetPixels) -> (
             .collect()
     };
     let total = |placed: &[(i64, i64)]| placed.iter().map(|&(x, y)| boundary_distance(target, x, y)).sum::<f64>();
-    let mut best = (f64::INFINITY, align);
+    // The edges' alignment unless another placement is better: ties keep it.
+    let mut best = (total(&at(align)), align);
     for k in -PLACE_SCALE_STEPS..=PLACE_SCALE_STEPS {
         for dy in -PLACE_REACH_PX..=PLACE_REACH_PX {
             for dx in -PLACE_REACH_PX..=PLACE_REACH_PX {
@@ -476,6 +465,7 @@ fn boundary_distance(target: &TargetPixels, x: i64, y: i64) -> f64 {
 mod tests {
     use super::*;
     use crate::fit::sketch::tests::{SIZE, camera, still, xz};
+    use freecad_bridge::command::Primitive;
 
     /// A bent pipe's path on XZ: up `rise`, a quarter turn of radius 10 towards +X (a
     /// three-point arc through `mid`), then 8 along X.

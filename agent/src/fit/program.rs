@@ -476,8 +476,9 @@ fn fit_feature(
     let widest_bore = match (&current.commands[k], &feature) {
         (Command::Sweep(sweep), sketch::Feature::Sweep(carry)) if sweep.mode == Mode::Cut => {
             let ppu = sketch::pixels_per_unit(&before.camera);
-            pipe_radius(&current.commands[..k], &built.frames, sweep, carry.start, sketch::POINT_REACH_PX / ppu)
-                .map(|r| (r - MIN_WALL_PX / ppu, carry.start))
+            let reach = sketch::POINT_REACH_PX / ppu;
+            pipe_radius(&current.commands[..k], &built.frames, sweep, carry.start, reach)
+                .map(|r| (r - MIN_WALL_PX / ppu, carry.start, reach))
         }
         _ => None,
     };
@@ -490,9 +491,10 @@ fn fit_feature(
             report.dropped = Some(super::not_worth_building(proposal.before_px, proposal.after_px));
             continue;
         }
-        if let Some((widest, start)) = widest_bore
-            && let Some(bore) = section_radius(&proposal.sketch, &frame, start, f64::INFINITY)
+        if let Some((widest, start, reach)) = widest_bore
+            && let Some(bore) = section_radius(&proposal.sketch, &frame, start, reach)
             && bore > widest
+            && section_radius(&drawn, &frame, start, reach).is_none_or(|drawn| bore > drawn)
         {
             report.dropped = Some(format!(
                 "the bore's radius {bore:.3} would leave the pipe a wall under {MIN_WALL_PX} px (at most {widest:.3})"
@@ -620,6 +622,9 @@ fn fit_path(
                 *center = start;
             }
         }
+        // Its stated dimensions follow (a radius the reader stated is the fitted one now).
+        let existing = built.states[q].as_ref().map(|state| Existing { state, frame: &q_frame });
+        super::dimensions::follow_geometry(moved, existing);
     }
     report.evaluations += 1;
     tracing::debug!("the fit at END: the pipe's path {}", serde_json::json!(fitted.path));

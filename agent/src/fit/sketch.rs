@@ -940,7 +940,7 @@ fn distance_to_polyline(q: &Vector3<f64>, line: &[Point3<f64>]) -> f64 {
 }
 
 /// Write the fitted numbers back into the drawing, primitive by primitive.
-fn apply(sketch: &mut Sketch, fitted: &Numbers, existing: Option<super::dimensions::Existing<'_>>) {
+pub(super) fn apply(sketch: &mut Sketch, fitted: &Numbers, existing: Option<super::dimensions::Existing<'_>>) {
     let (_, shapes) = numbers_of(sketch);
     for (k, shape) in shapes {
         match (&mut sketch.primitives[k], shape) {
