@@ -23,22 +23,17 @@ use freecad_bridge::state::Frame;
 use nalgebra::{Point3, Vector3};
 use views::{Camera, IdBuffers, NO_ENTITY};
 
+// A sample counts where the candidate's silhouette boundary (or, for a ring, a drawn edge)
+// running its way lies within `DRAWN_PX`; samples one per `SAMPLE_SPACING_PX`; and where the
+// usual cap leaves the picture `WIDE_FROM_PX` off, a search under `WIDE_CAP` leads first: as
+// the drawing's fit.
 use super::sketch::{
-    Coordinate, Numbers, POINT_REACH_PX, Shape, apply, line_distance, numbers_of, pixels_per_unit, search_over, uv,
+    Coordinate, DRAWN_PX, Numbers, POINT_REACH_PX, SAMPLE_SPACING_PX, Shape, WIDE_CAP, WIDE_FROM_PX, apply,
+    line_distance, numbers_of, pixels_per_unit, search_over, uv,
 };
 use super::ties::Ties;
 use super::{Alignment, EDGE_CAP, Moved, TargetPixels};
 
-/// A sample counts where the candidate's silhouette boundary (or for a ring, a drawn edge),
-/// running its way, lies this near (pixels): the picture is rasterised at whole pixels, the
-/// sample is not.
-const SHOWN_PX: f32 = 1.5;
-/// Samples along the tube's outline, one per this many pixels.
-const SAMPLE_SPACING_PX: f64 = 1.5;
-/// As the drawing's fit: where the usual cap leaves the outline this far off (pixels, on
-/// average), a search under a wider cap leads the way first.
-const WIDE_FROM_PX: f64 = 0.5;
-const WIDE_CAP: f64 = 12.0;
 /// A silhouette's boundary pixels are those inside it beside one outside, so their centres
 /// lie half a pixel inside its true outline on average: the model's outline is drawn there
 /// too (else an exact pipe's radius shrank by half a pixel).
@@ -219,7 +214,7 @@ pub fn propose(
     // Scored where the candidate's outline lies best on the target's: `align` is the edges',
     // and a pipe has few edges (an exact pipe's outline lay 1.9 px off the target's under
     // them, 0.5 px under its own placement).
-    let align = placed_outline(ids, align, target).1;
+    let align = placed_outline(ids, align, &Boundary::of(target)).1;
     let samples = counted_samples(&model, &numbers, ids);
     if samples.is_empty() {
         return None;
@@ -329,7 +324,7 @@ fn counted_samples(model: &Model<'_>, n: &Numbers, ids: &IdBuffers) -> Vec<Sampl
             && cy >= 0.0
             && (cx as usize) < w
             && (cy as usize) < h
-            && fields[bin][cy as usize * w + cx as usize] <= SHOWN_PX
+            && fields[bin][cy as usize * w + cx as usize] <= DRAWN_PX
     };
     let keep = |at: At| -> Option<Sample> {
         let (p, t) = model.pixel(n, at)?;
@@ -377,7 +372,8 @@ fn counted_samples(model: &Model<'_>, n: &Numbers, ids: &IdBuffers) -> Vec<Sampl
 /// alignment: that alignment is the edges', and a pipe has few edges (its rings), which
 /// placed a fitted pipe 5 px from where its outline lies on the target's.
 pub fn moved_outline(before: (&IdBuffers, Alignment), after: (&IdBuffers, Alignment), target: &TargetPixels) -> Moved {
-    let (a, b) = (placed_outline(before.0, before.1, target).0, placed_outline(after.0, after.1, target).0);
+    let boundary = Boundary::of(target);
+    let (a, b) = (placed_outline(before.0, before.1, &boundary).0, placed_outline(after.0, after.1, &boundary).0);
     let size = target.size as usize;
     let mask = |points: &[(i64, i64)]| {
         let mut mask = vec![false; size * size];
@@ -395,7 +391,7 @@ pub fn moved_outline(before: (&IdBuffers, Alignment), after: (&IdBuffers, Alignm
             .filter(|&&(x, y)| {
                 !(-1..=1).any(|dy| (-1..=1).any(|dx| index(size, x + dx, y + dy).is_some_and(|k| other[k])))
             })
-            .map(|&(x, y)| boundary_distance(target, x, y))
+            .map(|&(x, y)| boundary.distance(x, y))
             .collect();
         (if moved.is_empty() { 0.0 } else { moved.iter().sum::<f64>() / moved.len() as f64 }, moved.len())
     };
@@ -412,7 +408,7 @@ const PLACE_SCALE_STEP: f64 = 0.005;
 
 /// The render's silhouette boundary pixels on the target (its pixels), placed about `align`
 /// (shifted and scaled) where they lie nearest the target's boundary on average.
-fn placed_outline(ids: &IdBuffers, align: Alignment, target: &TargetPixels) -> (Vec<(i64, i64)>, Alignment) {
+fn placed_outline(ids: &IdBuffers, align: Alignment, boundary: &Boundary) -> (Vec<(i64, i64)>, Alignment) {
     let w = ids.width as usize;
     let pixels: Vec<(f64, f64)> = super::boundary(&ids.covered, ids.width)
         .iter()
@@ -429,7 +425,7 @@ fn placed_outline(ids: &IdBuffers, align: Alignment, target: &TargetPixels) -> (
             })
             .collect()
     };
-    let total = |placed: &[(i64, i64)]| placed.iter().map(|&(x, y)| boundary_distance(target, x, y)).sum::<f64>();
+    let total = |placed: &[(i64, i64)]| placed.iter().map(|&(x, y)| boundary.distance(x, y)).sum::<f64>();
     // The edges' alignment unless another placement is better: ties keep it.
     let mut best = (total(&at(align)), align);
     for k in -PLACE_SCALE_STEPS..=PLACE_SCALE_STEPS {
@@ -454,11 +450,25 @@ fn index(size: usize, x: i64, y: i64) -> Option<usize> {
     (x >= 0 && y >= 0 && (x as usize) < size && (y as usize) < size).then(|| y as usize * size + x as usize)
 }
 
-/// The distance (pixels, capped at [`EDGE_CAP`]) from the target's pixel to its silhouette's
-/// boundary, whichever way it runs.
-fn boundary_distance(target: &TargetPixels, x: i64, y: i64) -> f64 {
-    index(target.size as usize, x, y)
-        .map_or(EDGE_CAP, |k| target.outline.iter().map(|field| f64::from(field[k])).fold(EDGE_CAP, f64::min))
+/// The target's distance to its silhouette's boundary whichever way it runs, pixel by pixel:
+/// made once, and read for every pixel of every placement ([`placed_outline`]).
+struct Boundary {
+    size: usize,
+    nearest: Vec<f32>,
+}
+
+impl Boundary {
+    fn of(target: &TargetPixels) -> Boundary {
+        let nearest = (0..target.outline.first().map_or(0, Vec::len))
+            .map(|k| target.outline.iter().map(|field| field[k]).fold(f32::INFINITY, f32::min))
+            .collect();
+        Boundary { size: target.size as usize, nearest }
+    }
+
+    /// The distance (pixels, capped at [`EDGE_CAP`]) from the target's pixel.
+    fn distance(&self, x: i64, y: i64) -> f64 {
+        index(self.size, x, y).map_or(EDGE_CAP, |k| f64::from(self.nearest[k]).min(EDGE_CAP))
+    }
 }
 
 #[cfg(test)]

@@ -242,40 +242,10 @@ pub fn fit_program(
         .collect();
     for (j, k) in features {
         // A pipe's path first: its profile's far end is then read where the path puts it.
-        for _round in 0..FEATURE_ROUNDS {
-            let feature_started = Instant::now();
-            let Some((mut report, kept)) = fit_path(session, &mut done, (&current, &built), k, &view)? else {
-                break;
-            };
-            holds_current = kept.is_some() || (holds_current && report.evaluations == 0);
-            let moved = kept.is_some();
-            if let Some(after) = kept {
-                current = after.solved.clone();
-                built = after;
-            }
-            report.seconds = feature_started.elapsed().as_secs_f64();
-            done.features.push(FeatureFit { command: k, report, undone: false });
-            if !moved {
-                break;
-            }
-        }
-        for _round in 0..FEATURE_ROUNDS {
-            let feature_started = Instant::now();
-            let Some((mut report, kept)) = fit_feature(session, &mut done, (&current, &built), (j, k), &view)? else {
-                break;
-            };
-            holds_current = kept.is_some() || (holds_current && report.evaluations == 0);
-            let moved = kept.is_some();
-            if let Some(after) = kept {
-                current = after.solved.clone();
-                built = after;
-            }
-            report.seconds = feature_started.elapsed().as_secs_f64();
-            done.features.push(FeatureFit { command: k, report, undone: false });
-            if !moved {
-                break;
-            }
-        }
+        let state = (&mut current, &mut built, &mut holds_current);
+        in_rounds(session, &mut done, state, k, |s, d, cb| fit_path(s, d, cb, k, &view))?;
+        let state = (&mut current, &mut built, &mut holds_current);
+        in_rounds(session, &mut done, state, k, |s, d, cb| fit_feature(s, d, cb, (j, k), &view))?;
     }
     // Then the thin extrusions' depths, measured across their sides ([`thickness`]).
     for k in 0..current.commands.len() {
@@ -419,6 +389,38 @@ pub fn fit_program(
     Ok((if changed { current } else { program.clone() }, done))
 }
 
+/// One round of a feature's fit: the report, and the new build when the fit is kept; `None`
+/// when nothing of the feature can be fitted.
+type Round = Result<Option<(FitReport, Option<Build>)>, BridgeError>;
+
+/// Fit feature `k` with `fit` (one round on the program as built) again while the last
+/// round was kept, up to [`FEATURE_ROUNDS`]; the program, its build and whether the session
+/// holds it (`state`) follow each kept round, and each round's report is recorded.
+fn in_rounds(
+    session: &mut Session,
+    done: &mut ProgramFit,
+    (current, built, holds_current): (&mut Program, &mut Build, &mut bool),
+    k: usize,
+    mut fit: impl FnMut(&mut Session, &mut ProgramFit, (&Program, &Build)) -> Round,
+) -> Result<(), BridgeError> {
+    for _round in 0..FEATURE_ROUNDS {
+        let feature_started = Instant::now();
+        let Some((mut report, kept)) = fit(session, done, (current, built))? else { break };
+        *holds_current = kept.is_some() || (*holds_current && report.evaluations == 0);
+        let moved = kept.is_some();
+        if let Some(after) = kept {
+            *current = after.solved.clone();
+            *built = after;
+        }
+        report.seconds = feature_started.elapsed().as_secs_f64();
+        done.features.push(FeatureFit { command: k, report, undone: false });
+        if !moved {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// Fit feature `k` (on sketch `j`) of `current` as `built` once ([`sketch::propose`]): the
 /// report, and the new build when the fit is kept. `None`: nothing of it can be fitted.
 fn fit_feature(
@@ -427,7 +429,7 @@ fn fit_feature(
     (current, built): (&Program, &Build),
     (j, k): (usize, usize),
     view: &View<'_>,
-) -> Result<Option<(FitReport, Option<Build>)>, BridgeError> {
+) -> Round {
     let target = view.target;
     let (Command::Sketch(drawn), Some(frame), Some(state)) =
         (&current.commands[j], built.frames[j], built.states[j].as_ref())
@@ -566,13 +568,13 @@ fn fit_path(
     (current, built): (&Program, &Build),
     k: usize,
     view: &View<'_>,
-) -> Result<Option<(FitReport, Option<Build>)>, BridgeError> {
+) -> Round {
     let Command::Sweep(sweep) = &current.commands[k] else { return Ok(None) };
     let (Mode::Add, SweepPath::Sketch(path_name)) = (&sweep.mode, &sweep.path) else { return Ok(None) };
     let before_k = &current.commands[..k];
-    let latest =
-        |name: &str, before: &[Command]| before.iter().rposition(|c| matches!(c, Command::Sketch(s) if s.name == name));
-    let (Some(p), Some(j)) = (latest(path_name, before_k), latest(&sweep.profile, before_k)) else { return Ok(None) };
+    let (Some(p), Some(j)) = (latest_sketch(before_k, path_name), latest_sketch(before_k, &sweep.profile)) else {
+        return Ok(None);
+    };
     let (Command::Sketch(path), Command::Sketch(profile), Some(path_frame), Some(frame)) =
         (&current.commands[p], &current.commands[j], built.frames[p], built.frames[j])
     else {
@@ -604,7 +606,7 @@ fn fit_path(
         if !matches!(&along.path, SweepPath::Sketch(name) if name == path_name) {
             continue;
         }
-        let Some(q) = latest(&along.profile, &current.commands[..m]) else { continue };
+        let Some(q) = latest_sketch(&current.commands[..m], &along.profile) else { continue };
         let Some(q_frame) = built.frames[q] else { continue };
         let Command::Sketch(moved) = &mut candidate.commands[q] else { continue };
         // The new start in the profile's plane (the start moves only across it).
@@ -788,7 +790,7 @@ fn pipe_radius(before: &[Command], frames: &[Option<Frame>], cut: &Sweep, start:
         if pipe.mode != Mode::Add || pipe.path != cut.path {
             return None;
         }
-        let q = before[..m].iter().rposition(|c| matches!(c, Command::Sketch(s) if s.name == pipe.profile))?;
+        let q = latest_sketch(&before[..m], &pipe.profile)?;
         let (Command::Sketch(profile), Some(frame)) = (&before[q], frames[q]) else { return None };
         section_radius(profile, &frame, start, reach)
     })
@@ -804,7 +806,7 @@ fn sweep_carry(
     frame: &Frame,
 ) -> Option<super::sweep::Carry> {
     let SweepPath::Sketch(path) = &sweep.path else { return None };
-    let p = before.iter().rposition(|c| matches!(c, Command::Sketch(s) if &s.name == path))?;
+    let p = latest_sketch(before, path)?;
     let (Command::Sketch(path), Some(path_frame)) = (&before[p], frames[p]) else { return None };
     super::sweep::carry(path, &path_frame, super::sweep::profile_anchor(profile, frame)?)
 }
@@ -820,10 +822,12 @@ fn profile_indices(before: &[Command], command: &Command) -> Vec<usize> {
         Command::Sweep(s) => vec![&s.profile],
         _ => Vec::new(),
     };
-    profiles
-        .into_iter()
-        .filter_map(|name| before.iter().rposition(|c| matches!(c, Command::Sketch(s) if &s.name == name)))
-        .collect()
+    profiles.into_iter().filter_map(|name| latest_sketch(before, name)).collect()
+}
+
+/// The index of the latest sketch named `name` among `before`.
+fn latest_sketch(before: &[Command], name: &str) -> Option<usize> {
+    before.iter().rposition(|c| matches!(c, Command::Sketch(s) if s.name == name))
 }
 
 /// The plane named `on` among `before` (its index) and its offset, when it is offset from

@@ -32,8 +32,8 @@ use depth::{coarse_depth, depth_on_picture, depth_vector};
 pub const POINT_REACH_PX: f64 = 14.0;
 /// The cap of the first search where the usual one ends this far from the target's lines
 /// (pixels, on average): a corner drawn 9 px off has no pull under [`EDGE_CAP`].
-const WIDE_FROM_PX: f64 = 0.5;
-const WIDE_CAP: f64 = 12.0;
+pub(super) const WIDE_FROM_PX: f64 = 0.5;
+pub(super) const WIDE_CAP: f64 = 12.0;
 /// How far across its own axis a revolve's profile may be put back on it
 /// ([`super::onto_axis`]), in pixels of the outline: a hair, not a fit.
 pub const AXIS_REACH_PX: f64 = 8.0;
@@ -45,12 +45,12 @@ pub const DEPTH_REACH: f64 = 0.25;
 /// The depth factor's search step at its coarsest, as a share of [`DEPTH_REACH`] (2 of 8).
 const DEPTH_STEPS: f64 = 8.0;
 /// Samples along a projected edge, one per this many pixels.
-const SAMPLE_SPACING_PX: f64 = 1.5;
+pub(super) const SAMPLE_SPACING_PX: f64 = 1.5;
 /// The search stops refining below this step (pixels).
 const FINEST_STEP_PX: f64 = 0.1;
 /// A sample lies on the candidate's drawn edge when one running its way is this near
 /// (pixels): the picture is rasterised at whole pixels, the sample is not.
-const DRAWN_PX: f32 = 1.5;
+pub(super) const DRAWN_PX: f32 = 1.5;
 /// ... and that edge is the sample's own when it passes this near the sample in the model
 /// (pixels' worth): the model's own edges lie on their samples up to the tessellation's chords.
 const OWN_EDGE_PX: f64 = 2.0;
