@@ -455,7 +455,7 @@ pub fn fit_feature<E: From<BridgeError>>(
         fitted_sketches[index] = proposal.sketch.clone();
         let fitted_command = match &proposal.feature {
             sketch::Feature::Extrude(e) => Command::Extrude(e.clone()),
-            sketch::Feature::Revolve { .. } | sketch::Feature::Section { .. } | sketch::Feature::Sweep(_) => {
+            sketch::Feature::Revolve { .. } | sketch::Feature::Section { .. } | sketch::Feature::Sweep { .. } => {
                 command.clone()
             }
         };

@@ -442,10 +442,23 @@ fn fit_feature(
     // height, and fitted with the section (alone, the section moved in its plane to
     // make up for a height read wrong).
     let lifted = lifting_plane(&current.commands[..j], &drawn.on);
+    let before = &built.picture;
+    // A bore swept along a pipe's path stays inside the pipe with a wall the picture can
+    // show: its circle at the far end lies within a pixel or two of the pipe's, and a
+    // simulated reader's bore was pulled onto it (0.1 mm of wall: mIoU 0.66 -> 0.34).
+    let mut widest_bore = None;
     let feature = match &current.commands[k] {
         Command::Loft(_) => sketch::Feature::Section { offset: lifted.map_or(0.0, |(_, offset)| offset) },
         Command::Sweep(sweep) => match sweep_carry(&current.commands[..k], &built.frames, sweep, &drawn, &frame) {
-            Some(carry) => sketch::Feature::Sweep(carry),
+            Some(carry) => {
+                if sweep.mode == Mode::Cut {
+                    let ppu = sketch::pixels_per_unit(&before.camera);
+                    let reach = sketch::POINT_REACH_PX / ppu;
+                    widest_bore = pipe_radius(&current.commands[..k], &built.frames, sweep, carry.start, reach)
+                        .map(|r| (r - MIN_WALL_PX / ppu, carry.start, reach));
+                }
+                sketch::Feature::Sweep { carry, bore_under: widest_bore.map(|(widest, ..)| widest) }
+            }
             None => return Ok(None),
         },
         command => match feature_of(&sketches, command) {
@@ -453,7 +466,6 @@ fn fit_feature(
             None => return Ok(None),
         },
     };
-    let before = &built.picture;
     let Some(proposal) = sketch::propose(
         &drawn,
         &feature,
@@ -472,18 +484,6 @@ fn fit_feature(
     let mut report = FitReport::unmoved(before.agreement, [0.0, 0.0]);
     let mut kept = None;
     let mut dropped = Vec::new();
-    // A bore swept along a pipe's path stays inside the pipe with a wall the picture can
-    // show: its circle at the far end lies within a pixel or two of the pipe's, and a
-    // simulated reader's bore was pulled onto it (0.1 mm of wall: mIoU 0.66 -> 0.34).
-    let widest_bore = match (&current.commands[k], &feature) {
-        (Command::Sweep(sweep), sketch::Feature::Sweep(carry)) if sweep.mode == Mode::Cut => {
-            let ppu = sketch::pixels_per_unit(&before.camera);
-            let reach = sketch::POINT_REACH_PX / ppu;
-            pipe_radius(&current.commands[..k], &built.frames, sweep, carry.start, reach)
-                .map(|r| (r - MIN_WALL_PX / ppu, carry.start, reach))
-        }
-        _ => None,
-    };
     for proposal in proposal.tries() {
         dropped.extend(report.dropped.take());
         report.model_px = [proposal.before_px, proposal.after_px];
@@ -522,7 +522,7 @@ fn fit_feature(
                     plane.offset = *offset;
                 }
             }
-            sketch::Feature::Revolve { .. } | sketch::Feature::Sweep(_) => {}
+            sketch::Feature::Revolve { .. } | sketch::Feature::Sweep { .. } => {}
         }
         report.evaluations += 1;
         let after = match done.build(session, &candidate, Some(built), view)? {

@@ -51,6 +51,8 @@ const FINEST_STEP_PX: f64 = 0.1;
 /// A sample lies on the candidate's drawn edge when one running its way is this near
 /// (pixels): the picture is rasterised at whole pixels, the sample is not.
 pub(super) const DRAWN_PX: f32 = 1.5;
+/// The narrowest bore ring the fit reads (radius, pixels).
+const SMALLEST_BORE_PX: f64 = 2.0;
 /// ... and that edge is the sample's own when it passes this near the sample in the model
 /// (pixels' worth): the model's own edges lie on their samples up to the tessellation's chords.
 const OWN_EDGE_PX: f64 = 2.0;
@@ -368,7 +370,12 @@ pub enum Feature {
         offset: f64,
     },
     /// A sweep's profile, carried along its path ([`super::sweep`]); the path is not fitted.
-    Sweep(Carry),
+    /// `bore_under`: for a bore cut along a pipe's path, the largest radius its circles may
+    /// take (the pipe's, less a wall the picture shows); they are read from that whole range.
+    Sweep {
+        carry: Carry,
+        bore_under: Option<f64>,
+    },
 }
 
 /// Fit `sketch` (as executed, drawn on `on`: the model it was drawn on and its frame) and, for an extrusion, its depth, to the target,
@@ -405,7 +412,9 @@ pub fn propose(
         }
         Feature::Section { offset } => (Motion::Lift { offset: *offset }, vec![Place::Of(0.0)], Vec::new(), false),
         // The profile and its copy at the far end; the edges along the path are not modelled.
-        Feature::Sweep(carry) => (Motion::Sweep(*carry), vec![Place::Of(0.0), Place::Of(1.0)], Vec::new(), false),
+        Feature::Sweep { carry, .. } => {
+            (Motion::Sweep(*carry), vec![Place::Of(0.0), Place::Of(1.0)], Vec::new(), false)
+        }
         Feature::Revolve { point, direction, angle } => {
             let a = angle.to_radians();
             let motion = Motion::Revolve { point: *point, direction: *direction };
@@ -484,7 +493,7 @@ pub fn propose(
     }
     // A sweep's circles about its path's start put on it first ([`super::sweep::onto_path`]).
     let on_path = match feature {
-        Feature::Sweep(carry) => {
+        Feature::Sweep { carry, .. } => {
             let near = super::regular::REACH_PX / px_per_unit;
             super::sweep::onto_path(&numbers, &model.shapes, on.frame, carry, near)
                 .and_then(|(n, moved)| Some((ties.settle(n)?, moved)))
@@ -492,6 +501,9 @@ pub fn propose(
         _ => None,
     };
     let (mut start, concentric) = on_path.unwrap_or_else(|| (numbers.clone(), 0));
+    if let Feature::Sweep { bore_under: Some(widest), .. } = feature {
+        start = widest_range(start, &model.shapes, *widest, px_per_unit, &cost, &ties);
+    }
     // A depth read far off: each factor's model lined up anew along the depth's direction
     // on the picture (the whole model's alignment centres a block read short on the
     // target's, so under it a taller block's top only moves further off).
@@ -544,6 +556,40 @@ pub fn propose(
         }
     }
     Some(free)
+}
+
+/// A bore's circles read from their whole range, up to `widest` (model units): each radius
+/// in turn set to the best of every half pixel from [`SMALLEST_BORE_PX`] up, where that is
+/// better than as drawn. The search goes to the nearest good value, and inside a pipe's end
+/// the nearest line to a bore drawn too wide is the pipe's own ring: a simulated reader's
+/// bore, drawn 1.9 times too wide, was pulled outward onto it (wall rule stopped it), where
+/// the target's bore ring lay 6 px inside.
+fn widest_range(
+    start: Numbers,
+    shapes: &[(usize, Shape)],
+    widest: f64,
+    px_per_unit: f64,
+    cost: &dyn Fn(&Numbers) -> f64,
+    ties: &Ties,
+) -> Numbers {
+    let step = 0.5 / px_per_unit;
+    let lowest = SMALLEST_BORE_PX / px_per_unit;
+    let mut best = start;
+    let mut best_cost = cost(&best);
+    for &(_, shape) in shapes {
+        let Shape::Circle { r, .. } = shape else { continue };
+        let steps = ((widest - lowest) / step).floor();
+        for k in 0..=(steps.max(0.0) as usize) {
+            let mut candidate = best.clone();
+            candidate.radii[r] = lowest + k as f64 * step;
+            let Some(candidate) = ties.settle(candidate) else { continue };
+            let c = cost(&candidate);
+            if c < best_cost - 1e-9 {
+                (best, best_cost) = (candidate, c);
+            }
+        }
+    }
+    best
 }
 
 pub(super) fn is_construction(primitive: &Primitive) -> bool {

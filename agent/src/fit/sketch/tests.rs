@@ -579,7 +579,7 @@ fn a_bent_pipes_bore_is_read_off_its_far_end() {
     .expect("a sketch");
     let proposal = propose(
         &bore,
-        &Feature::Sweep(carry),
+        &Feature::Sweep { carry, bore_under: None },
         on(&ModelState::empty(), &xy()),
         &camera(),
         Picture::of(vec![far_end(6.0), far_end(3.5)]).render(),
@@ -593,6 +593,54 @@ fn a_bent_pipes_bore_is_read_off_its_far_end() {
     assert_eq!(center, [0.0, 0.0], "the bore's centre put on the path's start");
     assert_eq!(proposal.regular, Regularised { squared: 0, concentric: 1 });
     assert!(proposal.after_px < 0.5 && proposal.before_px > 1.5, "{} -> {} px", proposal.before_px, proposal.after_px);
+}
+
+#[test]
+fn a_bore_drawn_nearer_its_pipes_ring_than_its_own_is_read_from_the_whole_range_inside_the_pipe() {
+    // The bent pipe above, radius 6; the target's bore is 2, drawn 4.5: the pipe's ring is
+    // nearer it than the bore's own, and the nearest good value is the pipe's.
+    let xz = xz();
+    let path: Sketch = serde_json::from_value(serde_json::json!({"name": "S2", "on": "XZ", "primitives": [
+        {"type": "line", "start": [0.0, 0.0], "end": [0.0, 50.0]},
+        {"type": "center_arc", "center": [18.0, 50.0], "radius": 18.0, "start_angle": 90.0, "end_angle": 180.0},
+        {"type": "line", "start": [18.0, 68.0], "end": [31.0, 68.0]}]}))
+    .expect("a path");
+    let carry = crate::fit::sweep::carry(&path, &xz, [0.0; 3]).expect("an open path");
+    let far_end = |r: f64| {
+        (0..=720)
+            .map(|k| {
+                let a = std::f64::consts::TAU * k as f64 / 720.0;
+                Point3::new(31.0, r * a.cos(), 68.0 + r * a.sin())
+            })
+            .collect::<Vec<_>>()
+    };
+    let lines =
+        Picture::of(vec![far_end(6.0), far_end(2.0)]).ids.edge.iter().map(|&e| e != NO_ENTITY).collect::<Vec<_>>();
+    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+    let bore: Sketch = serde_json::from_value(serde_json::json!({"name": "S3", "on": "XY", "primitives": [
+        {"type": "circle", "center": [0.0, 0.0], "radius": 4.5}]}))
+    .expect("a sketch");
+    let radius_with = |bore_under: Option<f64>| {
+        let proposal = propose(
+            &bore,
+            &Feature::Sweep { carry, bore_under },
+            on(&ModelState::empty(), &xy()),
+            &camera(),
+            Picture::of(vec![far_end(6.0), far_end(4.5)]).render(),
+            still(),
+            &target,
+            Moves::Fit,
+        )
+        .expect("the far end is scored");
+        let Primitive::Circle { radius, .. } = proposal.sketch.primitives[0] else { panic!("a circle") };
+        radius
+    };
+    // Left to the nearest good value, the bore goes out to the pipe's ring.
+    assert!(radius_with(None) > 5.0, "radius {}", radius_with(None));
+    // Kept two pixels inside the pipe, it is read from all of that range.
+    let pixel = 1.0 / pixels_per_unit(&camera());
+    let radius = radius_with(Some(6.0 - 2.0 * pixel));
+    assert!((radius - 2.0).abs() < 0.2, "radius {radius}");
 }
 
 /// A plate from z = 0 to z = 6, its two large faces listed as the state lists them.
