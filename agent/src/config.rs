@@ -48,6 +48,9 @@ pub struct Config {
     pub max_rejections: usize,
     /// Answers that fail their schema, re-asked with the validation error, per stage call.
     pub max_invalid_answers: usize,
+    /// Steps no candidate got through that the loop sets aside and goes on from (the model
+    /// as it was, told in the next Stage 1 request); the next such step ends the run.
+    pub max_skipped_steps: usize,
     /// Width and height of every view, pixels.
     pub view_size: u32,
     /// The direction the target image looks from (towards the eye); isometric by default.
@@ -92,6 +95,7 @@ impl Default for Config {
             max_steps: 25,
             max_rejections: 2,
             max_invalid_answers: 2,
+            max_skipped_steps: 2,
             view_size: 500,
             direction: views::ISOMETRIC,
             part_radius: 50.0,

@@ -60,6 +60,9 @@ impl Timing {
 pub struct Outcome {
     /// Accepted operations (END excluded).
     pub steps: usize,
+    /// Steps set aside because no candidate got through (`max_skipped_steps`); the run went on.
+    #[serde(default)]
+    pub skipped_steps: Vec<usize>,
     /// The model said END.
     pub finished: bool,
     /// Why the loop stopped.
@@ -221,6 +224,7 @@ impl Reconstruction {
             history_notes: Vec::new(),
             history_kinds: Vec::new(),
             steps_done: 0,
+            skipped: Vec::new(),
             sphere: Sphere { center: [0.0; 3], radius: config.part_radius },
             moved: [0.0; 3],
             timing: Timing::default(),
@@ -261,6 +265,8 @@ enum StepEnd {
     Accepted,
     Ended,
     Failed(String),
+    /// No candidate got through in the step's attempts (the model server answered).
+    GaveUp(String),
 }
 
 /// How one attempt at a step ended.
@@ -356,6 +362,8 @@ pub(crate) struct Engine<'a> {
     /// [`crate::revise::kinds`]): a revision must leave them so.
     pub history_kinds: Vec<Vec<String>>,
     pub steps_done: usize,
+    /// Steps set aside, each with why no candidate got through (`max_skipped_steps`).
+    pub skipped: Vec<(usize, String)>,
     pub sphere: Sphere,
     /// How far the last registration moved S_t's centre.
     pub moved: [f64; 3],
@@ -451,7 +459,7 @@ impl Engine<'_> {
                 stop = "the model said END".to_string();
                 break;
             }
-            if self.steps_done >= config.max_steps {
+            if self.loop_steps() >= config.max_steps {
                 stop = format!("the step limit ({}) was reached", config.max_steps);
                 break;
             }
@@ -462,17 +470,24 @@ impl Engine<'_> {
             let ended = match end {
                 StepEnd::Accepted => {
                     step_timing.push(spent);
-                    self.emit(TraceEvent::Accepted { step: self.steps_done, timing: spent })?;
+                    self.emit(TraceEvent::Accepted { step: self.loop_steps(), timing: spent })?;
                     match self.finish.take() {
                         Some(reason) => {
-                            self.emit(TraceEvent::End { step: self.steps_done + 1, reason })?;
+                            self.emit(TraceEvent::End { step: self.loop_steps() + 1, reason })?;
                             true
                         }
                         None => false,
                     }
                 }
                 StepEnd::Ended => true,
-                StepEnd::Failed(reason) => {
+                // Set aside: the model as it was, and the next Stage 1 told why.
+                StepEnd::GaveUp(reason) if self.skipped.len() < config.max_skipped_steps => {
+                    let step = self.loop_steps() + 1;
+                    self.emit(TraceEvent::Skipped { step, reason: reason.clone() })?;
+                    self.skipped.push((step, reason));
+                    false
+                }
+                StepEnd::GaveUp(reason) | StepEnd::Failed(reason) => {
                     stop = reason.clone();
                     failure = Some(reason);
                     // What was built is the model the user gets: fitted as a finished one is.
@@ -495,6 +510,7 @@ impl Engine<'_> {
         self.timing.kernel += t.elapsed().as_secs_f64();
         let outcome = Outcome {
             steps: self.steps_done,
+            skipped_steps: self.skipped.iter().map(|(step, _)| *step).collect(),
             finished,
             stop,
             failure,
@@ -555,6 +571,7 @@ impl Engine<'_> {
     pub(crate) fn context(&self, state: &ModelState) -> Context {
         Context {
             steps_done: self.steps_done,
+            steps_skipped: self.skipped.len(),
             history: self.history.clone(),
             state: state.clone(),
             ablations: self.config.ablations,
@@ -701,8 +718,13 @@ impl Engine<'_> {
         Ok(scene)
     }
 
+    /// Steps the loop has finished: accepted or set aside.
+    pub(crate) fn loop_steps(&self) -> usize {
+        self.steps_done + self.skipped.len()
+    }
+
     fn step(&mut self, vlm: &mut dyn Vlm, session: &mut Session) -> Result<StepEnd, LoopError> {
-        let step = self.steps_done + 1;
+        let step = self.loop_steps() + 1;
         let tagged = self.tagged(session, step)?;
         let mut feedback: Vec<String> = Vec::new();
         let mut rejections = 0;
@@ -722,7 +744,7 @@ impl Engine<'_> {
                 }
             }
         }
-        Ok(StepEnd::Failed(format!(
+        Ok(StepEnd::GaveUp(format!(
             "step {step}: no candidate got through in {attempts} attempts; the last problem: {}",
             feedback.last().map_or("none recorded", String::as_str)
         )))

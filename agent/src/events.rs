@@ -74,6 +74,9 @@ pub enum TraceEvent {
     Execute(Execution),
     /// S_t refitted after a step (registration).
     Register { step: usize, fit: Fit },
+    /// No candidate got through in the step's attempts: the step is set aside, the model is
+    /// as it was, and the loop goes on (`max_skipped_steps`).
+    Skipped { step: usize, reason: String },
     /// A step was accepted; the harness's own seconds for it.
     Accepted { step: usize, timing: Timing },
     /// The model said END.

@@ -253,14 +253,18 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                     )
                 };
             }
+            TraceEvent::Skipped { step, reason } => {
+                let _ = write!(h, "<h2>Step {step} set aside</h2><p>{}</p>", escape(reason));
+            }
             TraceEvent::End { reason, .. } => {
                 let _ = write!(h, "<h2>END</h2><p>{}</p>", escape(reason));
             }
             TraceEvent::Stop { outcome: o } => {
                 let _ = write!(
                     h,
-                    "<h2>Outcome</h2><p>{} steps accepted; {}; {} model calls, {} rejections, {} failed candidates, {} unverified commits; {:.2} s.</p>",
+                    "<h2>Outcome</h2><p>{} steps accepted{}; {}; {} model calls, {} rejections, {} failed candidates, {} unverified commits; {:.2} s.</p>",
                     o.steps,
+                    set_aside_text(&o.skipped_steps),
                     escape(&o.stop),
                     o.calls,
                     o.rejections,
@@ -352,9 +356,10 @@ fn summary(h: &mut String, dir: &Path, events: &[TraceEvent]) {
             let class = if o.failure.is_some() { "bad" } else { "ok" };
             let _ = write!(
                 h,
-                "<p class=\"{class}\"><b>{}</b>: {} steps accepted; {} model calls, {} rejections, {} failed candidates, {} unverified commits{}; {:.1} s.</p>",
+                "<p class=\"{class}\"><b>{}</b>: {} steps accepted{}; {} model calls, {} rejections, {} failed candidates, {} unverified commits{}; {:.1} s.</p>",
                 if o.finished { "Finished" } else { "Stopped" },
                 o.steps,
+                set_aside_text(&o.skipped_steps),
                 o.calls,
                 o.rejections,
                 o.failed_candidates,
@@ -473,5 +478,17 @@ mod tests {
             round_numbers(text),
             r#"{"op":"extrude","depth":-29.85,"n":3,"note":"1.234567 \"2.345678\"","e":0.0}"#
         );
+    }
+}
+
+/// ", steps 2 and 5 set aside" for the summary lines; empty when none was.
+fn set_aside_text(steps: &[usize]) -> String {
+    match steps {
+        [] => String::new(),
+        [one] => format!(", step {one} set aside"),
+        [rest @ .., last] => {
+            let rest: Vec<String> = rest.iter().map(usize::to_string).collect();
+            format!(", steps {} and {last} set aside", rest.join(", "))
+        }
     }
 }

@@ -92,6 +92,8 @@ impl Engine<'_> {
             .value("axes", views::axes_on_screen(self.config.direction))
             .value("entity_table", gerd::export::entity_table(state).trim_end().to_string())
             .value("history", history_text(&self.history, &self.history_notes))
+            .value("skipped_text", self.skipped.last().map(|(_, why)| why.clone()).unwrap_or_default())
+            .flag("skipped", self.skipped.last().is_some_and(|&(step, _)| step + 1 == turn.step))
             .value("feedback_text", feedback_text(feedback))
             .flag("feedback", !feedback.is_empty())
             .value("unverified_step", self.steps_done.to_string())

@@ -95,7 +95,14 @@ impl Engine<'_> {
             )
             .flag("fit", self.fit_report.is_some())
             .flag("fit_end", self.config.fit)
-            .value("after_rejection", turn.after_rejection.describe(turn.attempt, self.config.attempts_per_step()));
+            .value(
+                "after_rejection",
+                turn.after_rejection.describe(
+                    turn.attempt,
+                    self.config.attempts_per_step(),
+                    self.skipped.len() < self.config.max_skipped_steps,
+                ),
+            );
         let mut context = self.context(state);
         context.plan = Some(plan.clone());
         context.preview = Some(preview.state.clone());
@@ -168,7 +175,8 @@ pub(crate) enum AfterRejection {
     /// `verified` more candidates are verified; after them, with `unverified_last`, one is
     /// committed without Stage 3, else the step fails.
     Another { verified: usize, unverified_last: bool },
-    /// No attempt is left: the step fails, and the run ends with the model as it is.
+    /// No attempt is left: the step is set aside (or, with none left to set aside, the run
+    /// ends), the model as it is.
     StepFails,
 }
 
@@ -184,24 +192,24 @@ impl AfterRejection {
         AfterRejection::Another { verified, unverified_last: verified < later }
     }
 
-    /// One sentence for Stage 3's prompt.
-    pub(crate) fn describe(self, attempt: usize, attempts: usize) -> String {
+    /// One sentence for Stage 3's prompt; `set_aside`: a step no candidate gets through is set
+    /// aside and the loop goes on (`max_skipped_steps` not reached), else the run ends.
+    pub(crate) fn describe(self, attempt: usize, attempts: usize, set_aside: bool) -> String {
         let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let fails = if set_aside {
+            "the step is set aside, the model as it is, and the next step begins"
+        } else {
+            "the run ends with the model as it is"
+        };
         let then = match self {
-            AfterRejection::StepFails => {
-                "it is the step's last: a rejection ends the run with the model as it is".into()
-            }
+            AfterRejection::StepFails => format!("it is the step's last: a rejection means {fails}"),
             AfterRejection::Another { verified: 0, .. } => {
                 "a rejection asks for one more candidate, which is committed without this check".into()
             }
             AfterRejection::Another { verified, unverified_last } => format!(
                 "a rejection asks for another candidate, which you verify too; after {verified} more rejection{} {}",
                 plural(verified),
-                if unverified_last {
-                    "the next is committed without this check"
-                } else {
-                    "the run ends with the model as it is"
-                }
+                if unverified_last { "the next is committed without this check" } else { fails }
             ),
         };
         format!("This is candidate {attempt} of at most {attempts} for this step; {then}")
@@ -310,19 +318,31 @@ mod tests {
         assert_eq!(of(2, 0), AfterRejection::Another { verified: 1, unverified_last: false });
         assert_eq!(of(3, 1), AfterRejection::StepFails);
         assert_eq!(
-            of(1, 0).describe(1, 3),
+            of(1, 0).describe(1, 3, true),
             "This is candidate 1 of at most 3 for this step; a rejection asks for another candidate, which you \
              verify too; after 1 more rejection the next is committed without this check"
         );
         assert_eq!(
-            of(2, 1).describe(2, 3),
+            of(2, 1).describe(2, 3, true),
             "This is candidate 2 of at most 3 for this step; a rejection asks for one more candidate, which is \
              committed without this check"
         );
         assert_eq!(
-            of(3, 1).describe(3, 3),
-            "This is candidate 3 of at most 3 for this step; it is the step's last: a rejection ends the run with \
-             the model as it is"
+            of(2, 0).describe(2, 3, true),
+            "This is candidate 2 of at most 3 for this step; a rejection asks for another candidate, which you \
+             verify too; after 1 more rejection the step is set aside, the model as it is, and the next step begins"
+        );
+        // The step's last candidate: its rejection sets the step aside, or, with no step left
+        // to set aside, ends the run.
+        assert_eq!(
+            of(3, 1).describe(3, 3, true),
+            "This is candidate 3 of at most 3 for this step; it is the step's last: a rejection means the step is \
+             set aside, the model as it is, and the next step begins"
+        );
+        assert_eq!(
+            of(3, 1).describe(3, 3, false),
+            "This is candidate 3 of at most 3 for this step; it is the step's last: a rejection means the run ends \
+             with the model as it is"
         );
     }
 

@@ -84,6 +84,9 @@ pub struct Sphere {
 pub struct Context {
     /// Accepted operations so far (END excluded).
     pub steps_done: usize,
+    /// Steps set aside so far (no candidate got through): the loop is at step
+    /// `steps_done + steps_skipped + 1`.
+    pub steps_skipped: usize,
     /// Accepted commands so far.
     pub history: Vec<Command>,
     /// The model the views show.

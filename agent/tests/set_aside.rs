@@ -1,0 +1,107 @@
+//! A step no candidate gets through is set aside and the loop goes on from the model as it
+//! was (`max_skipped_steps`), against a real FreeCAD with the scripted backend.
+
+mod common;
+
+use common::{example_path, outcome, reconstruct, target_image, trace, write_script};
+use serde_json::Value;
+
+fn box_plan() -> Value {
+    serde_json::json!({"stage": "stage1", "answer": {"reason": "base block", "sketches": [{"name": "S1", "on": "XY"}],
+        "command": {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": 10}}}})
+}
+
+fn box_sketch() -> Value {
+    serde_json::json!({"stage": "stage2", "answer": {"primitives": [
+        {"type": "line", "start": [0.4, 0.6], "end": [0.7, 0.6]}, {"type": "line", "start": [0.7, 0.6], "end": [0.7, 0.4]},
+        {"type": "line", "start": [0.7, 0.4], "end": [0.4, 0.4]}, {"type": "line", "start": [0.4, 0.4], "end": [0.4, 0.6]}]}})
+}
+
+/// A hole drawn beside the block, not in it: the cut removes nothing and FreeCAD's error
+/// goes back to Stage 1, every attempt.
+fn missed_hole() -> [Value; 2] {
+    [
+        serde_json::json!({"stage": "stage1", "answer": {"reason": "a hole", "sketches": [{"name": "S2", "on": "XY"}],
+            "command": {"op": "extrude", "profile": "S2", "mode": "cut", "extent": {"type": "through_all"}}}}),
+        serde_json::json!({"stage": "stage2", "answer": {"primitives": [
+            {"type": "circle", "center": [0.15, 0.15], "radius": 0.05}]}}),
+    ]
+}
+
+fn script(dir: &std::path::Path, end: bool) -> std::path::PathBuf {
+    let accept = serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": []}});
+    let mut lines = vec![box_plan(), box_sketch(), accept];
+    for _ in 0..3 {
+        lines.extend(missed_hole());
+    }
+    if end {
+        lines.push(serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}}));
+    }
+    let path = dir.join("script.jsonl");
+    write_script(&path, &lines);
+    path
+}
+
+#[test]
+fn a_step_no_candidate_gets_through_is_set_aside_and_the_model_is_told() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = target_image(&example_path("box"), dir.path());
+    let script = script(dir.path(), true);
+    let out = dir.path().join("out");
+    let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let done = outcome(&out);
+    assert_eq!((done["finished"].as_bool(), done["steps"].as_u64()), (Some(true), Some(1)), "{done}");
+    assert_eq!(done["skipped_steps"], serde_json::json!([2]), "{done}");
+    assert!(done["failure"].is_null(), "{done}");
+    let events = trace(&out);
+    let skipped: Vec<&Value> = events.iter().filter(|e| e["event"] == "skipped").collect();
+    assert_eq!(skipped.len(), 1, "{events:?}");
+    assert_eq!(skipped[0]["step"], 2);
+    assert!(skipped[0]["reason"].as_str().is_some_and(|r| r.contains("no candidate got through in 3 attempts")));
+    // The next Stage 1 is step 3 and says why step 2 was set aside; the ones before do not.
+    let stage1: Vec<&str> =
+        events.iter().filter(|e| e["stage"] == "stage1").filter_map(|e| e["request"]["text"].as_str()).collect();
+    let last = stage1.last().expect("a Stage 1 request");
+    assert!(last.contains("(step 3 of at most 25)"), "{last}");
+    assert!(last.contains("## The last step was set aside") && last.contains("removed no material"), "{last}");
+    assert!(!stage1[..stage1.len() - 1].iter().any(|t| t.contains("set aside")));
+    // The model is the block alone.
+    let program: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+    let ops: Vec<&str> =
+        program["commands"].as_array().expect("commands").iter().filter_map(|c| c["op"].as_str()).collect();
+    assert_eq!(ops, ["sketch", "extrude", "end"]);
+    assert!(std::fs::read_to_string(out.join("report.html")).expect("report").contains("Step 2 set aside"));
+}
+
+#[test]
+fn with_no_steps_to_set_aside_the_run_stops_at_the_step() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = target_image(&example_path("box"), dir.path());
+    let script = script(dir.path(), false);
+    let config = dir.path().join("strict.toml");
+    std::fs::write(&config, "max_skipped_steps = 0\n").expect("config");
+    let out = dir.path().join("out");
+    let run = reconstruct(
+        &image,
+        &out,
+        &[
+            "--vlm",
+            "scripted",
+            "--script",
+            script.to_str().expect("utf-8"),
+            "--config",
+            config.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(run.status.code(), Some(1));
+    let done = outcome(&out);
+    assert_eq!((done["finished"].as_bool(), done["steps"].as_u64()), (Some(false), Some(1)), "{done}");
+    assert!(
+        done["failure"].as_str().is_some_and(|f| f.starts_with("step 2: no candidate got through in 3 attempts")),
+        "{done}"
+    );
+    assert_eq!(done["skipped_steps"], serde_json::json!([]));
+    assert!(out.join("model.FCStd").is_file() && out.join("program.json").is_file());
+}
