@@ -43,7 +43,7 @@ impl Engine<'_> {
                     let unsolvable = matches!(&e, BridgeError::Command { kind: RefusalKind::Unsolvable, .. });
                     return Ok(Err(CandidateFailure {
                         reason: format!("sketch {name}: {e}"),
-                        unsolvable_sketch: unsolvable.then_some(i),
+                        redraw_sketch: unsolvable.then_some(i),
                     }));
                 }
             }
@@ -56,7 +56,27 @@ impl Engine<'_> {
                 if !sketches.is_empty() {
                     self.rollback(session)?;
                 }
-                Ok(Err(CandidateFailure { reason: e.to_string(), unsolvable_sketch: None }))
+                // A profile whose curves cross each other is the drawing's fault, which
+                // FreeCAD's words do not name: the sketch is drawn again, told where.
+                let crossed = sketches.iter().enumerate().find_map(|(i, sketch)| {
+                    let c = freecad_bridge::crossing::first_crossing(&sketch.primitives)?;
+                    Some((
+                        i,
+                        format!(
+                            "; in sketch {}, curves g{} and g{} cross each other {:.0}% of the way along g{} (a \
+                         profile's curves may meet only at their ends: draw them apart)",
+                            sketch.name,
+                            c.first,
+                            c.second,
+                            100.0 * c.along,
+                            c.first
+                        ),
+                    ))
+                });
+                Ok(Err(CandidateFailure {
+                    reason: format!("{e}{}", crossed.as_ref().map_or("", |(_, why)| why.as_str())),
+                    redraw_sketch: crossed.map(|(i, _)| i),
+                }))
             }
         }
     }

@@ -298,8 +298,9 @@ fn with_parameters(command: &Value) -> Result<Command, String> {
 #[derive(Debug)]
 pub(crate) struct CandidateFailure {
     pub(crate) reason: String,
-    /// The index of the sketch whose constraints cannot be solved, when that was the failure.
-    pub(crate) unsolvable_sketch: Option<usize>,
+    /// The index of the sketch whose drawing was the failure (its constraints cannot be
+    /// solved, or its curves cross each other): it is drawn again.
+    pub(crate) redraw_sketch: Option<usize>,
 }
 
 /// Where in the run an attempt is.
@@ -846,14 +847,14 @@ impl Engine<'_> {
                 sketches[i] = sketch;
                 continue;
             }
-            let Some(i) = failure.unsolvable_sketch.filter(|_| redraws < self.config.max_invalid_answers) else {
+            let Some(i) = failure.redraw_sketch.filter(|_| redraws < self.config.max_invalid_answers) else {
                 return self.failed_candidate(turn, failure.reason);
             };
             redraws += 1;
             self.failed_candidates += 1;
             self.emit(TraceEvent::Execute(Execution::failed(turn.step, turn.attempt, failure.reason.clone())))?;
             let mut told = feedback.to_vec();
-            told.push(format!("your last drawing of this sketch cannot be solved: {}", failure.reason));
+            told.push(format!("your last drawing of this sketch did not build: {}", failure.reason));
             match self.stage2(vlm, session, &plan, &plan.sketches[i], turn, &mut command_value, &told)? {
                 Asked::Answer(sketch) => sketches[i] = sketch,
                 Asked::Invalid(reason) => return Ok(Attempt::retry(reason)),

@@ -31,6 +31,7 @@
 
 pub mod codebox;
 pub mod command;
+pub mod crossing;
 mod error;
 pub mod geometry;
 mod lower;

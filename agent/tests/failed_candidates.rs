@@ -1,5 +1,6 @@
-//! A step no candidate gets through is set aside and the loop goes on from the model as it
-//! was (`max_skipped_steps`), against a real FreeCAD with the scripted backend.
+//! Candidates that do not build, against a real FreeCAD with the scripted backend: a drawing
+//! whose curves cross is drawn again, told which curves; a step no candidate gets through is
+//! set aside and the loop goes on from the model as it was (`max_skipped_steps`).
 
 mod common;
 
@@ -104,4 +105,44 @@ fn with_no_steps_to_set_aside_the_run_stops_at_the_step() {
     );
     assert_eq!(done["skipped_steps"], serde_json::json!([]));
     assert!(out.join("model.FCStd").is_file() && out.join("program.json").is_file());
+}
+
+/// A bow tie: the block's rectangle drawn with its top corners swapped, so its long sides cross.
+fn bow_tie_sketch() -> Value {
+    serde_json::json!({"stage": "stage2", "answer": {"primitives": [
+        {"type": "line", "start": [0.4, 0.6], "end": [0.7, 0.4]}, {"type": "line", "start": [0.7, 0.4], "end": [0.7, 0.6]},
+        {"type": "line", "start": [0.7, 0.6], "end": [0.4, 0.4]}, {"type": "line", "start": [0.4, 0.4], "end": [0.4, 0.6]}]}})
+}
+
+#[test]
+fn a_drawing_whose_curves_cross_is_drawn_again_told_which_curves() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = target_image(&example_path("box"), dir.path());
+    let accept = serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": []}});
+    let end = serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}});
+    let script = dir.path().join("script.jsonl");
+    write_script(&script, &[box_plan(), bow_tie_sketch(), box_sketch(), accept, end]);
+    let out = dir.path().join("out");
+    let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let events = trace(&out);
+    let failed: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "execute" && e["ok"] == false)
+        .filter_map(|e| e["error"].as_str())
+        .collect();
+    assert_eq!(failed.len(), 1, "{events:?}");
+    assert!(
+        failed[0].contains("in sketch S1, curves g0 and g2 cross each other 50% of the way along g0"),
+        "{}",
+        failed[0]
+    );
+    // The plan is kept: Stage 2 again, with the reason, and no second Stage 1.
+    let stages: Vec<&str> = events.iter().filter_map(|e| e["stage"].as_str()).collect();
+    assert_eq!(stages, ["stage1", "stage2", "stage2", "stage3", "stage1"]);
+    let redraw = events.iter().filter(|e| e["stage"] == "stage2").nth(1).expect("a second drawing");
+    let text = redraw["request"]["text"].as_str().expect("text");
+    assert!(text.contains("your last drawing of this sketch did not build") && text.contains("curves g0 and g2 cross"));
+    let done = outcome(&out);
+    assert_eq!((done["steps"].as_u64(), done["failed_candidates"].as_u64()), (Some(1), Some(1)), "{done}");
 }
