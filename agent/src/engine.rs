@@ -372,7 +372,7 @@ pub(crate) struct Engine<'a> {
     calls: usize,
     pub rejections: usize,
     failed_candidates: usize,
-    /// Steps committed without a verification, in order.
+    /// Steps (the loop's numbers) committed without a verification, in order.
     pub unverified: Vec<usize>,
     /// The model server failed (see [`Outcome::backend_failed`]).
     backend_failed: bool,
@@ -901,7 +901,7 @@ impl Engine<'_> {
     pub(crate) fn commit_step(&mut self, session: &mut Session, turn: Turn) -> Result<Attempt, LoopError> {
         self.steps_done += 1;
         if !turn.verify && !self.config.ablations.no_evf {
-            self.unverified.push(self.steps_done);
+            self.unverified.push(self.loop_steps());
         }
         self.scene = None;
         self.write_program(false)?;
@@ -926,7 +926,7 @@ impl Engine<'_> {
         self.timing.render += start.elapsed().as_secs_f64();
         self.moved = std::array::from_fn(|i| fit.sphere.center[i] - self.sphere.center[i]);
         self.sphere = fit.sphere;
-        self.emit(TraceEvent::Register { step: self.steps_done, fit })
+        self.emit(TraceEvent::Register { step: self.loop_steps(), fit })
     }
 
     fn program(&self, finished: bool) -> Program {

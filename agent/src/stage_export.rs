@@ -36,7 +36,7 @@ struct Recorder {
     oracle: Oracle,
     perturb: f64,
     rng: ChaCha8Rng,
-    /// Steps (by `steps_done`) whose first Stage 1 answer was already given.
+    /// The loop's steps (accepted or set aside) whose first Stage 1 answer was already given.
     answered: std::collections::BTreeSet<usize>,
     samples: Vec<StageSample>,
 }
@@ -55,7 +55,8 @@ impl Vlm for Recorder {
             images: request.images.clone(),
             answer: reply.text.clone(),
         });
-        let first = request.stage == Stage::Stage1 && self.answered.insert(request.context.steps_done);
+        let first = request.stage == Stage::Stage1
+            && self.answered.insert(request.context.steps_done + request.context.steps_skipped);
         let draw = self.rng.next_u64() as f64 / u64::MAX as f64;
         if first
             && draw < self.perturb

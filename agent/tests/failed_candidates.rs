@@ -23,19 +23,25 @@ fn box_sketch() -> Value {
 fn missed_hole() -> [Value; 2] {
     [
         serde_json::json!({"stage": "stage1", "answer": {"reason": "a hole", "sketches": [{"name": "S2", "on": "XY"}],
-            "command": {"op": "extrude", "profile": "S2", "mode": "cut", "extent": {"type": "through_all"}}}}),
+            "command": {"op": "extrude", "profile": "S2", "mode": "cut", "extent": {"type": "symmetric", "depth": 30}}}}),
         serde_json::json!({"stage": "stage2", "answer": {"primitives": [
             {"type": "circle", "center": [0.15, 0.15], "radius": 0.05}]}}),
     ]
 }
 
-fn script(dir: &std::path::Path, end: bool) -> std::path::PathBuf {
+/// The block; a hole missed three times; then, with `go_on`, a hole in the block and END.
+fn script(dir: &std::path::Path, go_on: bool) -> std::path::PathBuf {
     let accept = serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": []}});
-    let mut lines = vec![box_plan(), box_sketch(), accept];
+    let mut lines = vec![box_plan(), box_sketch(), accept.clone()];
     for _ in 0..3 {
         lines.extend(missed_hole());
     }
-    if end {
+    if go_on {
+        let [plan, _] = missed_hole();
+        lines.push(plan);
+        lines.push(serde_json::json!({"stage": "stage2", "answer": {"primitives": [
+            {"type": "circle", "center": [0.55, 0.5], "radius": 0.03}]}}));
+        lines.push(accept);
         lines.push(serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}}));
     }
     let path = dir.join("script.jsonl");
@@ -52,7 +58,7 @@ fn a_step_no_candidate_gets_through_is_set_aside_and_the_model_is_told() {
     let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let done = outcome(&out);
-    assert_eq!((done["finished"].as_bool(), done["steps"].as_u64()), (Some(true), Some(1)), "{done}");
+    assert_eq!((done["finished"].as_bool(), done["steps"].as_u64()), (Some(true), Some(2)), "{done}");
     assert_eq!(done["skipped_steps"], serde_json::json!([2]), "{done}");
     assert!(done["failure"].is_null(), "{done}");
     let events = trace(&out);
@@ -60,19 +66,24 @@ fn a_step_no_candidate_gets_through_is_set_aside_and_the_model_is_told() {
     assert_eq!(skipped.len(), 1, "{events:?}");
     assert_eq!(skipped[0]["step"], 2);
     assert!(skipped[0]["reason"].as_str().is_some_and(|r| r.contains("no candidate got through in 3 attempts")));
-    // The next Stage 1 is step 3 and says why step 2 was set aside; the ones before do not.
+    // The steps are numbered as the loop took them: the hole is step 3, END step 4.
+    let accepted: Vec<u64> =
+        events.iter().filter(|e| e["event"] == "accepted").filter_map(|e| e["step"].as_u64()).collect();
+    assert_eq!(accepted, [1, 3]);
+    assert!(out.join("views/step03_tagged.png").is_file());
+    // Step 3's Stage 1 says why step 2 was set aside; no other request does.
     let stage1: Vec<&str> =
         events.iter().filter(|e| e["stage"] == "stage1").filter_map(|e| e["request"]["text"].as_str()).collect();
-    let last = stage1.last().expect("a Stage 1 request");
-    assert!(last.contains("(step 3 of at most 25)"), "{last}");
-    assert!(last.contains("## The last step was set aside") && last.contains("removed no material"), "{last}");
-    assert!(!stage1[..stage1.len() - 1].iter().any(|t| t.contains("set aside")));
-    // The model is the block alone.
+    let told: Vec<&&str> = stage1.iter().filter(|t| t.contains("## The last step was set aside")).collect();
+    assert_eq!(told.len(), 1, "{stage1:?}");
+    assert!(told[0].contains("(step 3 of at most 25)") && told[0].contains("removed no material"), "{}", told[0]);
+    assert!(stage1.last().expect("END's request").contains("(step 4 of at most 25)"));
+    // The model is the block with the one hole.
     let program: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
     let ops: Vec<&str> =
         program["commands"].as_array().expect("commands").iter().filter_map(|c| c["op"].as_str()).collect();
-    assert_eq!(ops, ["sketch", "extrude", "end"]);
+    assert_eq!(ops, ["sketch", "extrude", "sketch", "extrude", "end"]);
     assert!(std::fs::read_to_string(out.join("report.html")).expect("report").contains("Step 2 set aside"));
 }
 
