@@ -40,19 +40,16 @@ const AT_END: f64 = 1e-3;
 /// The first pair of curves (construction geometry left out) that cross each other away from
 /// their ends; `None` when no two do.
 pub fn first_crossing(primitives: &[Primitive]) -> Option<Crossing> {
-    let curves: Vec<(usize, Vec<[f64; 2]>, Vec<[f64; 2]>)> = primitives
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| polyline(p).map(|(points, ends)| (i, points, ends)))
-        .collect();
+    let curves: Vec<(usize, Polyline)> =
+        primitives.iter().enumerate().filter_map(|(i, p)| polyline(p).map(|line| (i, line))).collect();
     let size = curves
         .iter()
-        .flat_map(|(_, points, _)| points.iter())
+        .flat_map(|(_, line)| line.points.iter())
         .fold(0.0f64, |m, p| m.max(p[0].abs()).max(p[1].abs()))
         .max(1e-9);
     let near_an_end = |p: [f64; 2], ends: &[[f64; 2]]| ends.iter().any(|&e| distance_2d(p, e) <= AT_END * size);
-    for (a, (i, first, first_ends)) in curves.iter().enumerate() {
-        for (j, second, second_ends) in &curves[a + 1..] {
+    for (a, (i, Polyline { points: first, ends: first_ends })) in curves.iter().enumerate() {
+        for (j, Polyline { points: second, ends: second_ends }) in &curves[a + 1..] {
             let mut walked = 0.0;
             for s in first.windows(2) {
                 for t in second.windows(2) {
@@ -72,9 +69,14 @@ pub fn first_crossing(primitives: &[Primitive]) -> Option<Crossing> {
     None
 }
 
-/// A curve as points along it, and its ends (none for a circle); `None` for construction
-/// geometry and for an arc through three points on a line.
-fn polyline(primitive: &Primitive) -> Option<(Vec<[f64; 2]>, Vec<[f64; 2]>)> {
+/// A curve as points along it, and its own ends (none for a circle).
+struct Polyline {
+    points: Vec<[f64; 2]>,
+    ends: Vec<[f64; 2]>,
+}
+
+/// `None` for construction geometry and for an arc through three points on a line.
+fn polyline(primitive: &Primitive) -> Option<Polyline> {
     let around = |center: [f64; 2], radius: f64, from: f64, sweep: f64| -> Vec<[f64; 2]> {
         let n = ((sweep.abs() / std::f64::consts::TAU * SEGMENTS_PER_TURN).ceil() as usize).max(2);
         (0..=n)
@@ -85,7 +87,9 @@ fn polyline(primitive: &Primitive) -> Option<(Vec<[f64; 2]>, Vec<[f64; 2]>)> {
             .collect()
     };
     match *primitive {
-        Primitive::Line { start, end, construction: false } => Some((vec![start, end], vec![start, end])),
+        Primitive::Line { start, end, construction: false } => {
+            Some(Polyline { points: vec![start, end], ends: vec![start, end] })
+        }
         Primitive::Arc { start, mid, end, construction: false } => {
             let (center, radius) = circumcircle(start, mid, end)?;
             let (from, sweep) = arc_angles(start, mid, end, center);
@@ -93,17 +97,17 @@ fn polyline(primitive: &Primitive) -> Option<(Vec<[f64; 2]>, Vec<[f64; 2]>)> {
             // The drawn ends exactly, not their rounding through the angles.
             let last = points.len() - 1;
             (points[0], points[last]) = (start, end);
-            Some((points, vec![start, end]))
+            Some(Polyline { points, ends: vec![start, end] })
         }
         Primitive::CenterArc { center, radius, start_angle, end_angle, construction: false } => {
             let (from, to) = (start_angle.to_radians(), end_angle.to_radians());
             let sweep = (to - from).rem_euclid(std::f64::consts::TAU);
             let points = around(center, radius, from, sweep);
             let ends = vec![points[0], points[points.len() - 1]];
-            Some((points, ends))
+            Some(Polyline { points, ends })
         }
         Primitive::Circle { center, radius, construction: false } => {
-            Some((around(center, radius, 0.0, std::f64::consts::TAU), Vec::new()))
+            Some(Polyline { points: around(center, radius, 0.0, std::f64::consts::TAU), ends: Vec::new() })
         }
         _ => None,
     }
