@@ -327,7 +327,8 @@ fn a_feature_whose_fit_is_kept_is_fitted_again_under_the_new_alignment() {
 
 /// A run that stops at a step no candidate gets through still ends with the model built so
 /// far, and that model is the one the user gets: it is fitted as a finished one is. A tall
-/// block drawn 10% tall and a little off, then a hole drawn off the part three times.
+/// block drawn 10% tall and a little off, then a hole drawn off the part three times, with no
+/// step to set aside (`max_skipped_steps = 0`).
 #[test]
 fn a_run_that_stops_at_a_failed_step_is_fitted_too() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -354,9 +355,20 @@ fn a_run_that_stops_at_a_failed_step_is_fitted_too() {
     }
     let script = dir.path().join("script.jsonl");
     write_script(&script, &answers);
+    let config = dir.path().join("no-skips.toml");
+    std::fs::write(&config, "max_skipped_steps = 0\n").expect("config");
     let run = |name: &str, extra: &[&str]| -> PathBuf {
         let out = dir.path().join(name);
-        let mut args = vec!["--vlm", "scripted", "--script", script.to_str().expect("utf-8"), "--no-evf", "--no-rag"];
+        let mut args = vec![
+            "--vlm",
+            "scripted",
+            "--script",
+            script.to_str().expect("utf-8"),
+            "--no-evf",
+            "--no-rag",
+            "--config",
+            config.to_str().expect("utf-8"),
+        ];
         args.extend(extra);
         let output = reconstruct(&image, &out, &args);
         assert!(!output.status.success(), "the run stops at step 2");
