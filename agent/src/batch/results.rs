@@ -66,6 +66,9 @@ pub struct Item {
     pub reason: Option<String>,
     pub seconds: f64,
     pub steps: usize,
+    /// Steps the loop set aside (no candidate got through) and went on from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_steps: Vec<usize>,
     pub input_tokens: u64,
     pub output_tokens: u64,
     /// Input tokens Stage 1's retrieved examples added (estimated; part of `input_tokens`
@@ -84,6 +87,7 @@ impl Item {
             reason: None,
             seconds: 0.0,
             steps: 0,
+            skipped_steps: Vec::new(),
             input_tokens: 0,
             output_tokens: 0,
             retrieval_tokens: 0,
@@ -197,6 +201,9 @@ pub struct PartResult {
     pub status: ItemStatus,
     pub reason: Option<String>,
     pub steps: usize,
+    /// Steps the loop set aside (no candidate got through) and went on from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_steps: Vec<usize>,
     pub seconds: f64,
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -216,6 +223,7 @@ impl From<&Item> for PartResult {
             status: item.status,
             reason: item.reason.clone(),
             steps: item.steps,
+            skipped_steps: item.skipped_steps.clone(),
             seconds: item.seconds,
             input_tokens: item.input_tokens,
             output_tokens: item.output_tokens,
@@ -416,4 +424,27 @@ impl RunResults {
 /// A figure with `digits` decimals, `-` when there is none.
 pub fn fmt(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".into(), |x| format!("{x:.digits$}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_set_aside_are_kept_per_part_and_left_out_where_there_are_none() {
+        let plain = Item { steps: 4, ..Item::new("p1", ItemStatus::Finished) };
+        let text = serde_json::to_string(&PartResult::from(&plain)).expect("json");
+        assert!(!text.contains("skipped_steps"), "{text}");
+        let set_aside = Item { skipped_steps: vec![2, 5], ..plain };
+        let text = serde_json::to_string(&PartResult::from(&set_aside)).expect("json");
+        let back: PartResult = serde_json::from_str(&text).expect("reads back");
+        assert_eq!(back.skipped_steps, [2, 5]);
+        // A results.json written before the field reads as none set aside.
+        let old: Item = serde_json::from_str(
+            r#"{"id": "p1", "status": "finished", "reason": null, "seconds": 1.0, "steps": 4,
+                "input_tokens": 0, "output_tokens": 0, "cost": null}"#,
+        )
+        .expect("an old item.json");
+        assert!(old.skipped_steps.is_empty());
+    }
 }

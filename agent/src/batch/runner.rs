@@ -91,6 +91,7 @@ impl PartRunner {
         item.seconds = started.elapsed().as_secs_f64();
         if let Some(o) = &outcome {
             item.steps = o.steps;
+            item.skipped_steps = o.skipped_steps.clone();
             item.input_tokens = o.usage.input_tokens;
             item.output_tokens = o.usage.output_tokens;
             item.retrieval_tokens = o.retrieval_tokens as u64;
@@ -187,6 +188,9 @@ struct PartOutcome {
     /// The loop's only (the baseline retrieves nothing).
     #[serde(default)]
     retrieval_tokens: usize,
+    /// The loop's only (the baseline has no steps).
+    #[serde(default)]
+    skipped_steps: Vec<usize>,
 }
 
 fn read_outcome(path: &Path) -> Option<PartOutcome> {
