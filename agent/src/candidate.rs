@@ -58,24 +58,10 @@ impl Engine<'_> {
                 }
                 // A profile whose curves cross each other is the drawing's fault, which
                 // FreeCAD's words do not name: the sketch is drawn again, told where.
-                let crossed = sketches.iter().enumerate().find_map(|(i, sketch)| {
-                    let c = freecad_bridge::crossing::first_crossing(&sketch.primitives)?;
-                    Some((
-                        i,
-                        format!(
-                            "; in sketch {}, curves g{} and g{} cross each other {:.0}% of the way along g{} (a \
-                         profile's curves may meet only at their ends: draw them apart)",
-                            sketch.name,
-                            c.first,
-                            c.second,
-                            100.0 * c.along,
-                            c.first
-                        ),
-                    ))
-                });
-                Ok(Err(CandidateFailure {
-                    reason: format!("{e}{}", crossed.as_ref().map_or("", |(_, why)| why.as_str())),
-                    redraw_sketch: crossed.map(|(i, _)| i),
+                let crossed = sketches.iter().enumerate().find_map(|(i, sketch)| Some((i, crossing_note(sketch)?)));
+                Ok(Err(match crossed {
+                    Some((i, note)) => CandidateFailure { reason: format!("{e}; {note}"), redraw_sketch: Some(i) },
+                    None => CandidateFailure { reason: e.to_string(), redraw_sketch: None },
                 }))
             }
         }
@@ -98,6 +84,21 @@ pub(crate) fn dropped_constraints(sketch: &Sketch, labels: &[String]) -> Vec<Str
             }
         })
         .collect()
+}
+
+/// Where two curves of `sketch` cross each other away from their ends, in the drawing's own
+/// names (`g0`, `g2`); `None` where none do.
+fn crossing_note(sketch: &Sketch) -> Option<String> {
+    let c = freecad_bridge::crossing::first_crossing(&sketch.primitives)?;
+    Some(format!(
+        "in sketch {}, curves g{} and g{} cross each other {:.0}% of the way along g{} (a profile's curves may \
+         meet only at their ends: draw them apart)",
+        sketch.name,
+        c.first,
+        c.second,
+        100.0 * c.along,
+        c.first
+    ))
 }
 
 #[cfg(test)]

@@ -482,7 +482,7 @@ impl Engine<'_> {
                 }
                 StepEnd::Ended => true,
                 // Set aside: the model as it was, and the next Stage 1 told why.
-                StepEnd::GaveUp(reason) if self.skipped.len() < config.max_skipped_steps => {
+                StepEnd::GaveUp(reason) if self.can_set_aside() => {
                     let step = self.loop_steps() + 1;
                     self.emit(TraceEvent::Skipped { step, reason: reason.clone() })?;
                     self.skipped.push((step, reason));
@@ -722,6 +722,11 @@ impl Engine<'_> {
     /// Steps the loop has finished: accepted or set aside.
     pub(crate) fn loop_steps(&self) -> usize {
         self.steps_done + self.skipped.len()
+    }
+
+    /// Whether a step no candidate gets through is set aside (else it ends the run).
+    pub(crate) fn can_set_aside(&self) -> bool {
+        self.skipped.len() < self.config.max_skipped_steps
     }
 
     fn step(&mut self, vlm: &mut dyn Vlm, session: &mut Session) -> Result<StepEnd, LoopError> {

@@ -467,6 +467,18 @@ fn revised_numbers(x: &crate::events::Execution) -> Option<String> {
     Some(all.join(", "))
 }
 
+/// ", steps 2 and 5 set aside" for the summary lines; empty when none was.
+fn set_aside_text(steps: &[usize]) -> String {
+    match steps {
+        [] => String::new(),
+        [one] => format!(", step {one} set aside"),
+        [rest @ .., last] => {
+            let rest: Vec<String> = rest.iter().map(usize::to_string).collect();
+            format!(", steps {} and {last} set aside", rest.join(", "))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -478,17 +490,5 @@ mod tests {
             round_numbers(text),
             r#"{"op":"extrude","depth":-29.85,"n":3,"note":"1.234567 \"2.345678\"","e":0.0}"#
         );
-    }
-}
-
-/// ", steps 2 and 5 set aside" for the summary lines; empty when none was.
-fn set_aside_text(steps: &[usize]) -> String {
-    match steps {
-        [] => String::new(),
-        [one] => format!(", step {one} set aside"),
-        [rest @ .., last] => {
-            let rest: Vec<String> = rest.iter().map(usize::to_string).collect();
-            format!(", steps {} and {last} set aside", rest.join(", "))
-        }
     }
 }

@@ -72,6 +72,8 @@ impl Engine<'_> {
             .framed_mask
             .as_deref()
             .and_then(|m| corners_text(m, self.config.view_size, self.config.direction, px_per_mm));
+        // Why the step before this one was set aside, when it was.
+        let just_set_aside = self.skipped.last().filter(|(step, _)| step + 1 == turn.step).map(|(_, why)| why);
         let fill = Fill::default()
             .value("step", turn.step.to_string())
             .value("max_steps", self.config.max_steps.to_string())
@@ -92,8 +94,8 @@ impl Engine<'_> {
             .value("axes", views::axes_on_screen(self.config.direction))
             .value("entity_table", gerd::export::entity_table(state).trim_end().to_string())
             .value("history", history_text(&self.history, &self.history_notes))
-            .value("skipped_text", self.skipped.last().map(|(_, why)| why.clone()).unwrap_or_default())
-            .flag("skipped", self.skipped.last().is_some_and(|&(step, _)| step + 1 == turn.step))
+            .value("skipped_text", just_set_aside.cloned().unwrap_or_default())
+            .flag("skipped", just_set_aside.is_some())
             .value("feedback_text", feedback_text(feedback))
             .flag("feedback", !feedback.is_empty())
             .value("unverified_step", self.loop_steps().to_string())

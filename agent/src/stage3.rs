@@ -97,11 +97,7 @@ impl Engine<'_> {
             .flag("fit_end", self.config.fit)
             .value(
                 "after_rejection",
-                turn.after_rejection.describe(
-                    turn.attempt,
-                    self.config.attempts_per_step(),
-                    self.skipped.len() < self.config.max_skipped_steps,
-                ),
+                turn.after_rejection.describe(turn.attempt, self.config.attempts_per_step(), self.can_set_aside()),
             );
         let mut context = self.context(state);
         context.plan = Some(plan.clone());

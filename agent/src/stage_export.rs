@@ -55,8 +55,7 @@ impl Vlm for Recorder {
             images: request.images.clone(),
             answer: reply.text.clone(),
         });
-        let first = request.stage == Stage::Stage1
-            && self.answered.insert(request.context.steps_done + request.context.steps_skipped);
+        let first = request.stage == Stage::Stage1 && self.answered.insert(request.context.loop_steps());
         let draw = self.rng.next_u64() as f64 / u64::MAX as f64;
         if first
             && draw < self.perturb

@@ -4,19 +4,8 @@
 
 mod common;
 
-use common::{example_path, outcome, reconstruct, target_image, trace, write_script};
+use common::{box_plan, box_sketch, example_path, outcome, reconstruct, target_image, trace, write_script};
 use serde_json::Value;
-
-fn box_plan() -> Value {
-    serde_json::json!({"stage": "stage1", "answer": {"reason": "base block", "sketches": [{"name": "S1", "on": "XY"}],
-        "command": {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": 10}}}})
-}
-
-fn box_sketch() -> Value {
-    serde_json::json!({"stage": "stage2", "answer": {"primitives": [
-        {"type": "line", "start": [0.4, 0.6], "end": [0.7, 0.6]}, {"type": "line", "start": [0.7, 0.6], "end": [0.7, 0.4]},
-        {"type": "line", "start": [0.7, 0.4], "end": [0.4, 0.4]}, {"type": "line", "start": [0.4, 0.4], "end": [0.4, 0.6]}]}})
-}
 
 /// A hole drawn beside the block, not in it: the cut removes nothing and FreeCAD's error
 /// goes back to Stage 1, every attempt.

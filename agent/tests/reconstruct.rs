@@ -6,7 +6,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{example_path, iou, outcome, reconstruct, repo_root, target_image, trace, write_script};
+use common::{
+    box_plan, box_sketch, example_path, iou, outcome, reconstruct, repo_root, target_image, trace, write_script,
+};
 use serde_json::Value;
 
 /// Does the program tie a sketch to existing geometry (a constraint naming E or V)?
@@ -179,17 +181,6 @@ fn each_ablation_changes_the_requests_as_the_method_says() {
     let no_evf = texts("--no-evf");
     assert!(stage(&no_evf, "stage3").is_empty());
     assert_eq!(outcome(&dir.path().join("no-evf"))["ablations"], serde_json::json!(["no_evf"]));
-}
-
-fn box_plan() -> Value {
-    serde_json::json!({"stage": "stage1", "answer": {"reason": "base block", "sketches": [{"name": "S1", "on": "XY"}],
-        "command": {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": 10}}}})
-}
-
-fn box_sketch() -> Value {
-    serde_json::json!({"stage": "stage2", "answer": {"primitives": [
-        {"type": "line", "start": [0.4, 0.6], "end": [0.7, 0.6]}, {"type": "line", "start": [0.7, 0.6], "end": [0.7, 0.4]},
-        {"type": "line", "start": [0.7, 0.4], "end": [0.4, 0.4]}, {"type": "line", "start": [0.4, 0.4], "end": [0.4, 0.6]}]}})
 }
 
 /// A drawing with one constraint too many (the rectangle's top is horizontal, its bottom too,

@@ -446,18 +446,13 @@ fn fit_feature(
     // A bore swept along a pipe's path stays inside the pipe with a wall the picture can
     // show: its circle at the far end lies within a pixel or two of the pipe's, and a
     // simulated reader's bore was pulled onto it (0.1 mm of wall: mIoU 0.66 -> 0.34).
-    let mut widest_bore = None;
+    let mut bore = None;
     let feature = match &current.commands[k] {
         Command::Loft(_) => sketch::Feature::Section { offset: lifted.map_or(0.0, |(_, offset)| offset) },
         Command::Sweep(sweep) => match sweep_carry(&current.commands[..k], &built.frames, sweep, &drawn, &frame) {
             Some(carry) => {
-                if sweep.mode == Mode::Cut {
-                    let ppu = sketch::pixels_per_unit(&before.camera);
-                    let reach = sketch::POINT_REACH_PX / ppu;
-                    widest_bore = pipe_radius(&current.commands[..k], &built.frames, sweep, carry.start, reach)
-                        .map(|r| (r - MIN_WALL_PX / ppu, carry.start, reach));
-                }
-                sketch::Feature::Sweep { carry, bore_under: widest_bore.map(|(widest, ..)| widest) }
+                bore = bore_limit(&current.commands[..k], &built.frames, sweep, carry.start, &before.camera);
+                sketch::Feature::Sweep { carry, bore_under: bore.map(|b| b.widest) }
             }
             None => return Ok(None),
         },
@@ -493,13 +488,13 @@ fn fit_feature(
             report.dropped = Some(super::not_worth_building(proposal.before_px, proposal.after_px));
             continue;
         }
-        if let Some((widest, start, reach)) = widest_bore
-            && let Some(bore) = section_radius(&proposal.sketch, &frame, start, reach)
-            && bore > widest
-            && section_radius(&drawn, &frame, start, reach).is_none_or(|drawn| bore > drawn)
+        if let Some(BoreLimit { widest, start, reach }) = bore
+            && let Some(radius) = section_radius(&proposal.sketch, &frame, start, reach)
+            && radius > widest
+            && section_radius(&drawn, &frame, start, reach).is_none_or(|drawn| radius > drawn)
         {
             report.dropped = Some(format!(
-                "the bore's radius {bore:.3} would leave the pipe a wall under {MIN_WALL_PX} px (at most {widest:.3})"
+                "the bore's radius {radius:.3} would leave the pipe a wall under {MIN_WALL_PX} px (at most {widest:.3})"
             ));
             continue;
         }
@@ -760,6 +755,35 @@ fn fit_walls(
 
 /// A bore is kept this many pixels inside its pipe ([`fit_feature`]).
 const MIN_WALL_PX: f64 = 2.0;
+
+/// How wide a bore cut along a pipe's path may be: the radius that leaves the pipe
+/// [`MIN_WALL_PX`] of wall (`widest`), its circles being those within `reach` of the path's
+/// `start`.
+#[derive(Debug, Clone, Copy)]
+struct BoreLimit {
+    widest: f64,
+    start: [f64; 3],
+    reach: f64,
+}
+
+/// The limit of `sweep` (after the commands `before`, built with `frames`, the path's start
+/// at `start`) when it is a bore: a cut along the path of a pipe that adds material, seen
+/// through `camera`.
+fn bore_limit(
+    before: &[Command],
+    frames: &[Option<Frame>],
+    sweep: &Sweep,
+    start: [f64; 3],
+    camera: &views::Camera,
+) -> Option<BoreLimit> {
+    if sweep.mode != Mode::Cut {
+        return None;
+    }
+    let ppu = sketch::pixels_per_unit(camera);
+    let reach = sketch::POINT_REACH_PX / ppu;
+    let pipe = pipe_radius(before, frames, sweep, start, reach)?;
+    Some(BoreLimit { widest: pipe - MIN_WALL_PX / ppu, start, reach })
+}
 
 /// A pipe's section: the largest circle of `profile` (drawn in `frame`) whose centre lies
 /// within `reach` of the path's `start`.

@@ -104,6 +104,14 @@ pub struct Context {
     pub preview: Option<ModelState>,
 }
 
+impl Context {
+    /// Steps the loop has finished, accepted or set aside: each is one of the ground truth's
+    /// for the oracle (a step set aside is a feature the answers could not build).
+    pub fn loop_steps(&self) -> usize {
+        self.steps_done + self.steps_skipped
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct SketchRequest {
     pub name: String,

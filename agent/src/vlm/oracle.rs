@@ -268,7 +268,7 @@ impl Oracle {
     }
 
     fn stage1(&self, ctx: &Context) -> Result<Value, VlmError> {
-        let Some(step) = self.steps.get(target_step(ctx)) else {
+        let Some(step) = self.steps.get(ctx.loop_steps()) else {
             return Ok(json!({"reason": "the model matches the target", "command": {"op": "end"}}));
         };
         let s = self.scale(ctx);
@@ -310,7 +310,7 @@ impl Oracle {
         }
         let op = self.gt.program.commands[step.feature].op();
         let mut answer =
-            json!({"reason": format!("step {} of the target: {op}", target_step(ctx) + 1), "command": command});
+            json!({"reason": format!("step {} of the target: {op}", ctx.loop_steps() + 1), "command": command});
         if !sketches.is_empty() {
             answer["sketches"] = Value::Array(sketches);
         }
@@ -322,7 +322,7 @@ impl Oracle {
 
     fn stage2(&self, ctx: &Context) -> Result<Value, VlmError> {
         let request = ctx.sketch.as_ref().ok_or_else(|| no_answer("a Stage 2 request without a sketch"))?;
-        let step = self.steps.get(target_step(ctx)).ok_or_else(|| no_answer("the ground truth has no such step"))?;
+        let step = self.steps.get(ctx.loop_steps()).ok_or_else(|| no_answer("the ground truth has no such step"))?;
         let (k, sketch) = step
             .sketches
             .iter()
@@ -408,7 +408,7 @@ impl Oracle {
 
     /// The ground truth's model after the step `ctx` is at, placed like the current model.
     pub(crate) fn expected_after_step(&self, ctx: &Context) -> Option<ModelState> {
-        let step = self.steps.get(target_step(ctx))?;
+        let step = self.steps.get(ctx.loop_steps())?;
         let mut expected = self.gt.states.get(step.feature + 1)?.clone();
         let placement = self.placement(ctx);
         expected.volume *= placement.s.powi(3);
@@ -420,7 +420,7 @@ impl Oracle {
 
     fn stage3(&self, ctx: &Context) -> Result<Value, VlmError> {
         let candidate = ctx.preview.as_ref().ok_or_else(|| no_answer("a Stage 3 request without a preview"))?;
-        let step = self.steps.get(target_step(ctx)).ok_or_else(|| no_answer("the ground truth has no such step"))?;
+        let step = self.steps.get(ctx.loop_steps()).ok_or_else(|| no_answer("the ground truth has no such step"))?;
         let expected = &self.gt.states[step.feature + 1];
         let placement = self.placement(ctx);
         let mut reasons = Vec::new();
@@ -650,10 +650,4 @@ impl Vlm for Oracle {
         };
         Ok(Reply { text: answer.to_string(), usage: None, cached: false, injected: Vec::new(), observed: Vec::new() })
     }
-}
-
-/// The ground truth's step the loop is at: one per step accepted or set aside (a step set
-/// aside is the ground truth's feature the answers could not build; the next is the next one).
-fn target_step(ctx: &Context) -> usize {
-    ctx.steps_done + ctx.steps_skipped
 }

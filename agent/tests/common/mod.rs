@@ -113,3 +113,16 @@ pub fn write_script(path: &Path, lines: &[serde_json::Value]) {
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(path, text).expect("script");
 }
+
+/// The scripted model's Stage 1 for the bundled box: a block extruded 10 from sketch S1 on XY.
+pub fn box_plan() -> serde_json::Value {
+    serde_json::json!({"stage": "stage1", "answer": {"reason": "base block", "sketches": [{"name": "S1", "on": "XY"}],
+        "command": {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": 10}}}})
+}
+
+/// ... and its Stage 2: the block's rectangle, 0.3 x 0.2 view units.
+pub fn box_sketch() -> serde_json::Value {
+    serde_json::json!({"stage": "stage2", "answer": {"primitives": [
+        {"type": "line", "start": [0.4, 0.6], "end": [0.7, 0.6]}, {"type": "line", "start": [0.7, 0.6], "end": [0.7, 0.4]},
+        {"type": "line", "start": [0.7, 0.4], "end": [0.4, 0.4]}, {"type": "line", "start": [0.4, 0.4], "end": [0.4, 0.6]}]}})
+}

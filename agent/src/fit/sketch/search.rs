@@ -174,12 +174,12 @@ pub(super) fn widest_range(
 ) -> Numbers {
     let step = 0.5 / px_per_unit;
     let lowest = SMALLEST_BORE_PX / px_per_unit;
+    let steps = ((widest - lowest) / step).floor().max(0.0) as usize;
     let mut best = start;
     let mut best_cost = cost(&best);
     for &(_, shape) in shapes {
         let Shape::Circle { r, .. } = shape else { continue };
-        let steps = ((widest - lowest) / step).floor();
-        for k in 0..=(steps.max(0.0) as usize) {
+        for k in 0..=steps {
             let mut candidate = best.clone();
             candidate.radii[r] = lowest + k as f64 * step;
             let Some(candidate) = ties.settle(candidate) else { continue };

@@ -549,28 +549,33 @@ fn a_shafts_sides_fix_a_radius_whose_circles_are_not_drawn() {
     assert!((start[0] - 18.0).abs() < 0.3 && (end[0] - 18.0).abs() < 0.3, "{start:?} {end:?}");
 }
 
-#[test]
-fn a_bent_pipes_bore_is_read_off_its_far_end() {
-    // A pipe up 50 along Z from the origin, a quarter turn of radius 18 towards +X, then 13
-    // along X: its far end, at (31, 0, 68), faces +X. The bore is drawn on XY at the start
-    // (hidden under the pipe), radius 3.5 where the target's far end shows 2.5, and about a
-    // centre 1 mm off the path.
-    let xz = xz();
+/// A pipe up 50 along Z from the origin, a quarter turn of radius 18 towards +X, then 13
+/// along X: how it carries a profile about the origin to its far end, at (31, 0, 68),
+/// facing +X.
+fn bent_pipe() -> crate::fit::sweep::Carry {
     let path: Sketch = serde_json::from_value(serde_json::json!({"name": "S2", "on": "XZ", "primitives": [
         {"type": "line", "start": [0.0, 0.0], "end": [0.0, 50.0]},
         {"type": "center_arc", "center": [18.0, 50.0], "radius": 18.0, "start_angle": 90.0, "end_angle": 180.0},
         {"type": "line", "start": [18.0, 68.0], "end": [31.0, 68.0]}]}))
     .expect("a path");
-    let carry = crate::fit::sweep::carry(&path, &xz, [0.0; 3]).expect("an open path");
-    // The far end's circle of radius `r`, about the path's end.
-    let far_end = |r: f64| {
-        (0..=720)
-            .map(|k| {
-                let a = std::f64::consts::TAU * k as f64 / 720.0;
-                Point3::new(31.0, r * a.cos(), 68.0 + r * a.sin())
-            })
-            .collect::<Vec<_>>()
-    };
+    crate::fit::sweep::carry(&path, &xz(), [0.0; 3]).expect("an open path")
+}
+
+/// The bent pipe's far end: its circle of radius `r`, about the path's end.
+fn far_end(r: f64) -> Vec<Point3<f64>> {
+    (0..=720)
+        .map(|k| {
+            let a = std::f64::consts::TAU * k as f64 / 720.0;
+            Point3::new(31.0, r * a.cos(), 68.0 + r * a.sin())
+        })
+        .collect()
+}
+
+#[test]
+fn a_bent_pipes_bore_is_read_off_its_far_end() {
+    // The bore is drawn on XY at the start (hidden under the pipe), radius 3.5 where the
+    // target's far end shows 2.5, and about a centre 1 mm off the path.
+    let carry = bent_pipe();
     let lines =
         Picture::of(vec![far_end(6.0), far_end(2.5)]).ids.edge.iter().map(|&e| e != NO_ENTITY).collect::<Vec<_>>();
     let target = TargetPixels::new(SIZE, lines.clone(), &lines);
@@ -597,23 +602,9 @@ fn a_bent_pipes_bore_is_read_off_its_far_end() {
 
 #[test]
 fn a_bore_drawn_nearer_its_pipes_ring_than_its_own_is_read_from_the_whole_range_inside_the_pipe() {
-    // The bent pipe above, radius 6; the target's bore is 2, drawn 4.5: the pipe's ring is
-    // nearer it than the bore's own, and the nearest good value is the pipe's.
-    let xz = xz();
-    let path: Sketch = serde_json::from_value(serde_json::json!({"name": "S2", "on": "XZ", "primitives": [
-        {"type": "line", "start": [0.0, 0.0], "end": [0.0, 50.0]},
-        {"type": "center_arc", "center": [18.0, 50.0], "radius": 18.0, "start_angle": 90.0, "end_angle": 180.0},
-        {"type": "line", "start": [18.0, 68.0], "end": [31.0, 68.0]}]}))
-    .expect("a path");
-    let carry = crate::fit::sweep::carry(&path, &xz, [0.0; 3]).expect("an open path");
-    let far_end = |r: f64| {
-        (0..=720)
-            .map(|k| {
-                let a = std::f64::consts::TAU * k as f64 / 720.0;
-                Point3::new(31.0, r * a.cos(), 68.0 + r * a.sin())
-            })
-            .collect::<Vec<_>>()
-    };
+    // The bent pipe, radius 6; the target's bore is 2, drawn 4.5: the pipe's ring is nearer
+    // it than the bore's own, and the nearest good value is the pipe's.
+    let carry = bent_pipe();
     let lines =
         Picture::of(vec![far_end(6.0), far_end(2.0)]).ids.edge.iter().map(|&e| e != NO_ENTITY).collect::<Vec<_>>();
     let target = TargetPixels::new(SIZE, lines.clone(), &lines);
