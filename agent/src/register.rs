@@ -192,14 +192,52 @@ impl Target {
     /// The image's lines at its own resolution, placed under the framing of [`Self::framed`].
     pub fn native_lines(&self, size: u32, fill: f64) -> crate::fit::NativeLines {
         let (width, height) = self.image.dimensions();
+        let lines = self.line_pixels();
         crate::fit::NativeLines {
             width,
             height,
-            lines: self.line_pixels(),
+            ink: self.ink(&lines),
+            lines,
             per_framed: self.radius_px / (f64::from(size) * fill / 2.0),
             centre: self.center_px,
             framed_centre: f64::from(size) / 2.0,
         }
+    }
+
+    /// How much of each pixel (row by row) a drawn line covers, for the line pixels
+    /// (`lines`) and the pixels beside them: one minus its brightness over the paper's, the
+    /// brightest of its four neighbours that are on no line (a pixel half covered by a line
+    /// drawn across its edge is half as bright as the face or background it lies on). Pixels
+    /// farther from a line have none: a face's shading is no line.
+    fn ink(&self, lines: &[bool]) -> Vec<f32> {
+        let (w, h) = (self.image.width() as i64, self.image.height() as i64);
+        let luma = |x: i64, y: i64| -> f64 {
+            let p = self.image.get_pixel(x as u32, y as u32).0;
+            0.299 * f64::from(p[0]) + 0.587 * f64::from(p[1]) + 0.114 * f64::from(p[2])
+        };
+        let on_line = |x: i64, y: i64| x >= 0 && y >= 0 && x < w && y < h && lines[(y * w + x) as usize];
+        let inside = |x: i64, y: i64| x >= 0 && y >= 0 && x < w && y < h;
+        const SIDES: [(i64, i64); 4] = [(1, 0), (-1, 0), (0, 1), (0, -1)];
+        (0..w * h)
+            .map(|i| {
+                let (x, y) = (i % w, i / w);
+                let near_line = on_line(x, y) || SIDES.iter().any(|&(dx, dy)| on_line(x + dx, y + dy));
+                if !near_line {
+                    return 0.0;
+                }
+                let paper = SIDES
+                    .iter()
+                    .map(|&(dx, dy)| (x + dx, y + dy))
+                    .filter(|&(nx, ny)| inside(nx, ny) && !on_line(nx, ny))
+                    .map(|(nx, ny)| luma(nx, ny))
+                    .fold(f64::NEG_INFINITY, f64::max);
+                let own = luma(x, y);
+                if paper <= 0.0 || paper == f64::NEG_INFINITY {
+                    return if on_line(x, y) { 1.0 } else { 0.0 };
+                }
+                (1.0 - own / paper).clamp(0.0, 1.0) as f32
+            })
+            .collect()
     }
 
     fn is_part(&self, x: f64, y: f64) -> bool {
@@ -366,6 +404,37 @@ mod tests {
             let share = lines.iter().filter(|l| **l).count() as f64 / (span * span) as f64;
             assert!(share < 0.05, "{share}");
         }
+    }
+
+    #[test]
+    fn a_line_drawn_across_a_pixel_edge_is_found_where_it_is_drawn() {
+        // A grey face from x = 40 on white. Its outline, a pen a pixel wide along x = 40,
+        // darkens pixel 39 (white) and pixel 40 (grey) by half: only pixel 40 is darker than
+        // the line threshold. An inner line fills column 60 (centre 60.5).
+        let image = RgbImage::from_fn(100, 100, |x, y| {
+            let luma = match (x, (20..80).contains(&y)) {
+                (_, false) | (0..39, _) => 255,
+                (39, _) => 128,
+                (40, _) => 70,
+                (60, _) => 0,
+                (_, true) if x < 80 => 141,
+                _ => 255,
+            };
+            image::Rgb([luma; 3])
+        });
+        let target = Target::analyse(image, "face.png").expect("a part");
+        let native = target.native_lines(500, views::TAGGED_FILL);
+        let centre = |from: u32, to: u32| {
+            let row = 50 * 100;
+            let ink: Vec<(f64, f64)> =
+                (from..to).map(|x| (f64::from(x) + 0.5, f64::from(native.ink[row + x as usize]))).collect();
+            ink.iter().map(|(x, m)| x * m).sum::<f64>() / ink.iter().map(|(_, m)| m).sum::<f64>()
+        };
+        assert!((centre(35, 45) - 40.0).abs() < 0.05, "{}", centre(35, 45));
+        assert!((centre(55, 65) - 60.5).abs() < 0.05, "{}", centre(55, 65));
+        // The face's own grey and the background carry no ink.
+        assert_eq!(native.ink[50 * 100 + 50], 0.0);
+        assert_eq!(native.ink[50 * 100 + 10], 0.0);
     }
 
     #[test]

@@ -131,6 +131,12 @@ pub struct NativeLines {
     pub height: u32,
     /// Row by row: whether the image's pixel is on a drawn line.
     pub lines: Vec<bool>,
+    /// Row by row: how much of the pixel a drawn line covers (0 to 1), from its darkness
+    /// against the paper beside it ([`crate::register::Target::native_lines`]); empty: the
+    /// line pixels are wholly covered. A line drawn across a pixel boundary darkens two pixels
+    /// by half, and only one of them passes the line threshold: its centre read from the
+    /// pixels that pass lay half a pixel off (an exact L bracket's leg measured 0.8 px thin).
+    pub ink: Vec<f32>,
     /// The image's pixels per pixel of the framed pictures.
     pub per_framed: f64,
     /// The image's point at the framed picture's centre, and that centre (framed pixels).
@@ -145,14 +151,17 @@ impl NativeLines {
         ((x - c) * self.per_framed + self.centre[0], (y - c) * self.per_framed + self.centre[1])
     }
 
-    /// Whether the image's pixel under a point is on a line (off the image: not).
-    pub fn line_at(&self, x: f64, y: f64) -> bool {
+    /// How much of the image's pixel under a point a line covers (0 to 1; off the image: 0).
+    pub fn ink_at(&self, x: f64, y: f64) -> f64 {
         let (i, j) = (x.floor(), y.floor());
-        i >= 0.0
-            && j >= 0.0
-            && i < f64::from(self.width)
-            && j < f64::from(self.height)
-            && self.lines[j as usize * self.width as usize + i as usize]
+        if i < 0.0 || j < 0.0 || i >= f64::from(self.width) || j >= f64::from(self.height) {
+            return 0.0;
+        }
+        let k = j as usize * self.width as usize + i as usize;
+        match self.ink.get(k) {
+            Some(&ink) => f64::from(ink),
+            None => f64::from(u8::from(self.lines[k])),
+        }
     }
 }
 
@@ -169,10 +178,10 @@ impl TargetPixels {
         }
     }
 
-    /// With the target's lines at the image's own resolution, kept where it is finer than the
-    /// framing by [`thickness::MIN_NATIVE_GAIN`] (else the framed lines lose nothing).
+    /// With the target's lines at the image's own resolution: sides and walls are measured
+    /// there ([`thickness`], [`wall`]), by each line's ink, to a tenth of a pixel.
     pub fn with_native(mut self, native: NativeLines) -> TargetPixels {
-        self.native = (native.per_framed >= thickness::MIN_NATIVE_GAIN).then_some(native);
+        self.native = Some(native);
         self
     }
 
