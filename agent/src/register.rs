@@ -48,6 +48,11 @@ pub struct Fit {
     pub shift_px: [i64; 2],
 }
 
+/// A pixel's brightness (0-255), as the eye weighs its colours.
+fn luma(p: &image::Rgb<u8>) -> f64 {
+    0.299 * f64::from(p.0[0]) + 0.587 * f64::from(p.0[1]) + 0.114 * f64::from(p.0[2])
+}
+
 /// Darker than this (0-255) is a drawn line of the target: black edges stay under it after
 /// resampling, the darkest shaded faces of test100's renders (about 100) stay above.
 const LINE_LUMA: f64 = 75.0;
@@ -179,25 +184,16 @@ impl Target {
 
     /// The image's own pixels on a drawn line (row by row): dark pixels on the part.
     pub fn line_pixels(&self) -> Vec<bool> {
-        self.image
-            .pixels()
-            .zip(&self.mask)
-            .map(|(p, on_part)| {
-                let luma = 0.299 * f64::from(p.0[0]) + 0.587 * f64::from(p.0[1]) + 0.114 * f64::from(p.0[2]);
-                *on_part && luma < LINE_LUMA
-            })
-            .collect()
+        self.image.pixels().zip(&self.mask).map(|(p, on_part)| *on_part && luma(p) < LINE_LUMA).collect()
     }
 
     /// The image's lines at its own resolution, placed under the framing of [`Self::framed`].
     pub fn native_lines(&self, size: u32, fill: f64) -> crate::fit::NativeLines {
         let (width, height) = self.image.dimensions();
-        let lines = self.line_pixels();
         crate::fit::NativeLines {
             width,
             height,
-            ink: self.ink(&lines),
-            lines,
+            ink: self.ink(&self.line_pixels()),
             per_framed: self.radius_px / (f64::from(size) * fill / 2.0),
             centre: self.center_px,
             framed_centre: f64::from(size) / 2.0,
@@ -211,12 +207,9 @@ impl Target {
     /// farther from a line have none: a face's shading is no line.
     fn ink(&self, lines: &[bool]) -> Vec<f32> {
         let (w, h) = (self.image.width() as i64, self.image.height() as i64);
-        let luma = |x: i64, y: i64| -> f64 {
-            let p = self.image.get_pixel(x as u32, y as u32).0;
-            0.299 * f64::from(p[0]) + 0.587 * f64::from(p[1]) + 0.114 * f64::from(p[2])
-        };
-        let on_line = |x: i64, y: i64| x >= 0 && y >= 0 && x < w && y < h && lines[(y * w + x) as usize];
+        let luma_at = |x: i64, y: i64| luma(self.image.get_pixel(x as u32, y as u32));
         let inside = |x: i64, y: i64| x >= 0 && y >= 0 && x < w && y < h;
+        let on_line = |x: i64, y: i64| inside(x, y) && lines[(y * w + x) as usize];
         const SIDES: [(i64, i64); 4] = [(1, 0), (-1, 0), (0, 1), (0, -1)];
         (0..w * h)
             .map(|i| {
@@ -229,13 +222,13 @@ impl Target {
                     .iter()
                     .map(|&(dx, dy)| (x + dx, y + dy))
                     .filter(|&(nx, ny)| inside(nx, ny) && !on_line(nx, ny))
-                    .map(|(nx, ny)| luma(nx, ny))
+                    .map(|(nx, ny)| luma_at(nx, ny))
                     .fold(f64::NEG_INFINITY, f64::max);
-                let own = luma(x, y);
-                if paper <= 0.0 || paper == f64::NEG_INFINITY {
+                // No paper beside it (inside a thick line, or beside black): whole or none.
+                if paper <= 0.0 {
                     return if on_line(x, y) { 1.0 } else { 0.0 };
                 }
-                (1.0 - own / paper).clamp(0.0, 1.0) as f32
+                (1.0 - luma_at(x, y) / paper).clamp(0.0, 1.0) as f32
             })
             .collect()
     }

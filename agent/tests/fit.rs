@@ -8,7 +8,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{example_path, iou, reconstruct, target_image, trace, write_script};
+use common::{example_path, iou, outcome, reconstruct, target_image, trace, write_script};
 use serde_json::Value;
 
 /// The four lines of a rectangle about `centre`, `x` and `y` half its sides, as a sketch's
@@ -372,8 +372,7 @@ fn a_run_that_stops_at_a_failed_step_is_fitted_too() {
         args.extend(extra);
         let output = reconstruct(&image, &out, &args);
         assert!(!output.status.success(), "the run stops at step 2");
-        let outcome: Value =
-            serde_json::from_str(&std::fs::read_to_string(out.join("outcome.json")).expect("outcome")).expect("json");
+        let outcome = outcome(&out);
         assert_eq!(outcome["finished"], false, "{outcome}");
         assert!(outcome["failure"].as_str().is_some_and(|f| f.contains("removed no material")), "{outcome}");
         out

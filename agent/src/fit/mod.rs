@@ -129,11 +129,9 @@ pub struct TargetPixels {
 pub struct NativeLines {
     pub width: u32,
     pub height: u32,
-    /// Row by row: whether the image's pixel is on a drawn line.
-    pub lines: Vec<bool>,
     /// Row by row: how much of the pixel a drawn line covers (0 to 1), from its darkness
-    /// against the paper beside it ([`crate::register::Target::native_lines`]); empty: the
-    /// line pixels are wholly covered. A line drawn across a pixel boundary darkens two pixels
+    /// against the paper beside it ([`crate::register::Target::native_lines`]). A line drawn
+    /// across a pixel boundary darkens two pixels
     /// by half, and only one of them passes the line threshold: its centre read from the
     /// pixels that pass lay half a pixel off (an exact L bracket's leg measured 0.8 px thin).
     pub ink: Vec<f32>,
@@ -157,11 +155,7 @@ impl NativeLines {
         if i < 0.0 || j < 0.0 || i >= f64::from(self.width) || j >= f64::from(self.height) {
             return 0.0;
         }
-        let k = j as usize * self.width as usize + i as usize;
-        match self.ink.get(k) {
-            Some(&ink) => f64::from(ink),
-            None => f64::from(u8::from(self.lines[k])),
-        }
+        f64::from(self.ink[j as usize * self.width as usize + i as usize])
     }
 }
 

@@ -130,6 +130,8 @@ pub fn measure(
         camera.project(&Point3::from(p)).map(|(x, y, _)| [x, y])
     };
     let drawn = |p: [f64; 2]| drawn_near(ids, p);
+    let scale = Scale::of(target, align);
+    let unit = scale.unit;
     let mut factors: Vec<f64> = Vec::new();
     let mut widths: Vec<(f64, f64)> = Vec::new();
     for primitive in &sketch.primitives {
@@ -147,8 +149,6 @@ pub fn measure(
         let v = [a1[0] - a0[0], a1[1] - a0[1]];
         // The side's width across its lines, signed along u.
         let width = v[0] * u[0] + v[1] * u[1];
-        let scale = Scale::of(target, align);
-        let unit = scale.unit;
         let width_units = width * unit;
         if width_units.abs() < DISTINCT_PX || width.abs() > MAX_SIDE_PX {
             continue;
@@ -353,8 +353,7 @@ mod tests {
         let native = NativeLines {
             width: size,
             height: size,
-            lines: image,
-            ink: Vec::new(),
+            ink: image.iter().map(|&on| f32::from(u8::from(on))).collect(),
             per_framed: f64::from(per_framed),
             centre: [f64::from(size) / 2.0; 2],
             framed_centre: f64::from(SIZE) / 2.0,

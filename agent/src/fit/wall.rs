@@ -142,6 +142,8 @@ pub fn inner_lines(sketch: &Sketch, extrude: &Extrude) -> Vec<usize> {
     }
     // Each loop's box, from its primitives' points (a circle's from its centre and radius).
     let mut boxes: std::collections::BTreeMap<usize, [f64; 4]> = std::collections::BTreeMap::new();
+    // ... and its points, for the lines of an outline that lie inside its hull.
+    let mut loop_points: std::collections::BTreeMap<usize, Vec<[f64; 2]>> = std::collections::BTreeMap::new();
     let mut loop_of = vec![usize::MAX; sketch.primitives.len()];
     for (k, shape) in &shapes {
         if super::sketch::is_construction(&sketch.primitives[*k]) {
@@ -154,18 +156,13 @@ pub fn inner_lines(sketch: &Sketch, extrude: &Extrude) -> Vec<usize> {
             _ => 0.0,
         };
         let b = boxes.entry(r).or_insert([f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY]);
+        let points = loop_points.entry(r).or_default();
         for p in ends(shape).into_iter().map(|i| numbers.points[i]) {
             *b = [b[0].min(p[0] - reach), b[1].min(p[1] - reach), b[2].max(p[0] + reach), b[3].max(p[1] + reach)];
+            points.push(p);
         }
     }
     let inside = |a: &[f64; 4], b: &[f64; 4]| a[0] > b[0] && a[1] > b[1] && a[2] < b[2] && a[3] < b[3];
-    // Each loop's points, for the lines of an outline that lie inside its hull.
-    let mut loop_points: std::collections::BTreeMap<usize, Vec<[f64; 2]>> = std::collections::BTreeMap::new();
-    for (k, shape) in &shapes {
-        if !super::sketch::is_construction(&sketch.primitives[*k]) {
-            loop_points.entry(loop_of[*k]).or_default().extend(ends(shape).into_iter().map(|i| numbers.points[i]));
-        }
-    }
     (0..sketch.primitives.len())
         .filter(|&k| line_of(k))
         .filter(|&k| {
@@ -257,6 +254,7 @@ pub fn measure(
     let model_line =
         |x: f64, y: f64| -> f64 { super::bilinear(x, y, |i, j| f64::from(u8::from(ids.edge_at(i, j) != NO_ENTITY))) };
     let drawn = |p: [f64; 2]| drawn_near(ids, p);
+    let measuring = Scale::of(target, align);
     let scale = edges.iter().flat_map(|e| e.iter().flatten()).fold(1.0_f64, |m, v| m.max(v.abs()));
     let tol = 1e-5 * scale;
     let cross = |a: [f64; 2], b: [f64; 2]| a[0] * b[1] - a[1] * b[0];
@@ -362,11 +360,10 @@ pub fn measure(
                 // the outline's line lies and how wide a wall may be are in the model's
                 // pixels, telling two lines apart is the image's own ([`Scale`]).
                 let inward = -width.signum();
-                let scale = Scale::of(target, align);
-                let (unit, width_u) = (scale.unit, width * scale.unit);
+                let (unit, width_u) = (measuring.unit, width * measuring.unit);
                 let (on_line, widest) = (ON_LINE_PX * unit, MAX_TARGET_WALL_PX * unit);
                 let (from, to) = (width_u - inward * on_line, width_u + inward * (widest + on_line));
-                let lines = scale.lines_across(target, align, c, u, from.min(to), from.max(to));
+                let lines = measuring.lines_across(target, align, c, u, from.min(to), from.max(to));
                 let Some(c1) = nearest_alone(&lines, width_u, on_line) else { continue };
                 let Some(c0) = lines
                     .iter()
@@ -565,8 +562,7 @@ mod tests {
         let native = NativeLines {
             width: size,
             height: size,
-            lines: segments_at(&edges(actual), size),
-            ink: Vec::new(),
+            ink: segments_at(&edges(actual), size).iter().map(|&on| f32::from(u8::from(on))).collect(),
             per_framed: f64::from(per_framed),
             centre: [f64::from(size) / 2.0; 2],
             framed_centre: f64::from(SIZE) / 2.0,
