@@ -85,11 +85,12 @@ impl WorkerConfig {
     }
 }
 
-/// The library every worker preloads so that FreeCAD's sketch solver runs its helper threads
-/// inline, in the thread that starts them (`native/solver_threads.c` says why), built by
-/// `build.rs`.
-const SOLVER_THREADS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libv2c_solver_threads.so"));
-const SOLVER_THREADS_NAME: &str = "libv2c_solver_threads.so";
+/// The library every worker preloads so that FreeCAD's sketch solver lands where the drawing
+/// and the constraints put it and nowhere else: its helper threads run inline, in the thread
+/// that starts them (`native/solver_threads.c`), and its memory is handed out in the order it
+/// asks (`native/solver_memory.c`; each file says why). Built by `build.rs`.
+const SOLVER_PRELOAD: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libv2c_solver.so"));
+const SOLVER_PRELOAD_NAME: &str = "libv2c_solver.so";
 
 /// `LD_PRELOAD` for a worker: `library` first, then whatever the caller's environment
 /// preloads.
@@ -161,9 +162,10 @@ impl WorkerProcess {
             }
             None => Process::new(&config.program),
         };
-        // FreeCAD's sketch solver runs its helper threads inline (native/solver_threads.c).
-        let preload = home.path().join(SOLVER_THREADS_NAME);
-        std::fs::write(&preload, SOLVER_THREADS)
+        // FreeCAD's sketch solver runs its helper threads inline and gets its memory in
+        // order (native/).
+        let preload = home.path().join(SOLVER_PRELOAD_NAME);
+        std::fs::write(&preload, SOLVER_PRELOAD)
             .map_err(|e| CallError::Spawn(format!("cannot write {}: {e}", preload.display())))?;
         // Only these variables: what FreeCAD computes must not depend on who starts it (a
         // shell, a test runner), and nothing of the caller's (an API key above all) has any
