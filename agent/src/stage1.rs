@@ -355,9 +355,51 @@ impl Plan {
         if sketches.is_empty() { format!("{op}{mode}") } else { format!("{op}{mode} of {}", sketches.join(", ")) }
     }
 
+    /// [`Plan::describe`] and how far the extrusion or revolution goes as the model gave it
+    /// (`extrude (add) of S2 on F6, 10.6 mm one side`), for the sketch's heading: readers
+    /// drawing it asked for the depth there. Stage 3 shows the fitted numbers instead.
+    pub fn describe_with_extent(&self) -> String {
+        match (&self.revision, how_far(&self.command)) {
+            (None, Some(far)) => format!("{}, {far}", self.describe()),
+            _ => self.describe(),
+        }
+    }
+
     pub fn is_end(&self) -> bool {
         self.command["op"] == "end"
     }
+}
+
+/// How far an extrusion or a revolution goes (`16 mm one side`, `30 mm symmetric`,
+/// `through all`, `360 deg about S1.v_axis`).
+fn how_far(command: &Value) -> Option<String> {
+    let mm = |v: &Value| v.as_f64().map(|d| format!("{} mm", trim_number(d)));
+    let reversed = if command["reversed"] == true { ", reversed" } else { "" };
+    let text = match command["op"].as_str()? {
+        "extrude" => {
+            let extent = &command["extent"];
+            match extent["type"].as_str()? {
+                "one_side" => format!("{} one side", mm(&extent["depth"])?),
+                "two_sides" => format!("{} one way and {} the other", mm(&extent["depth"])?, mm(&extent["depth2"])?),
+                "symmetric" => format!("{} symmetric", mm(&extent["depth"])?),
+                "through_all" if extent["symmetric"] == true => "through all, both ways".to_string(),
+                "through_all" => "through all".to_string(),
+                _ => return None,
+            }
+        }
+        "revolve" => {
+            let symmetric = if command["symmetric"] == true { " symmetric" } else { "" };
+            format!("{} deg{symmetric} about {}", trim_number(command["angle"].as_f64()?), command["axis"].as_str()?)
+        }
+        _ => return None,
+    };
+    Some(format!("{text}{reversed}"))
+}
+
+/// A number as a reader would write it: at most three decimals, no trailing zeros.
+fn trim_number(v: f64) -> String {
+    let text = format!("{v:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Resolve a reference string: a selector becomes the IDs it names; an ID is refused when
@@ -598,5 +640,29 @@ mod tests {
              a line, its box 2.000 px wide and 0.000 px tall; square to Z, seen face-on, a circle, its box 2.000 px \
              wide and 2.000 px tall"
         );
+    }
+
+    #[test]
+    fn a_sketch_heading_says_how_far_its_extrusion_or_revolution_goes() {
+        let plan = |command: Value| Plan {
+            reason: String::new(),
+            body: None,
+            sketches: vec![SketchPlan { name: "S2".into(), on: "F6".into() }],
+            command,
+            revision: None,
+        };
+        let pad = plan(serde_json::json!({"op": "extrude", "profile": "S2", "mode": "add",
+            "extent": {"type": "one_side", "depth": 10.625}, "reversed": true}));
+        assert_eq!(pad.describe_with_extent(), "extrude (add) of S2 on F6, 10.625 mm one side, reversed");
+        let cut = plan(serde_json::json!({"op": "extrude", "profile": "S2", "mode": "cut",
+            "extent": {"type": "through_all"}}));
+        assert_eq!(cut.describe_with_extent(), "extrude (cut) of S2 on F6, through all");
+        let slab = plan(serde_json::json!({"op": "extrude", "profile": "S2", "mode": "add",
+            "extent": {"type": "symmetric", "depth": 30.0}}));
+        assert_eq!(slab.describe_with_extent(), "extrude (add) of S2 on F6, 30 mm symmetric");
+        let ring = plan(serde_json::json!({"op": "revolve", "profile": "S2", "mode": "add",
+            "axis": "S2.v_axis", "angle": 360.0}));
+        assert_eq!(ring.describe_with_extent(), "revolve (add) of S2 on F6, 360 deg about S2.v_axis");
+        assert_eq!(ring.describe(), "revolve (add) of S2 on F6");
     }
 }

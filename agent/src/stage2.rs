@@ -64,7 +64,7 @@ impl Engine<'_> {
         let fill = Fill::default()
             .value("sketch_name", sp.name.clone())
             .value("sketch_on", sp.on.clone())
-            .value("plan", plan.describe())
+            .value("plan", plan.describe_with_extent())
             .value("window_size", format!("{:.4}", meta.window.size))
             .value("snap_tolerance", snap_distance(self.config, &meta))
             .value("projected", pgr::projected_table(&meta, &state).trim_end().to_string())
