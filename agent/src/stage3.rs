@@ -297,6 +297,7 @@ mod tests {
             face: vec![views::NO_ENTITY; 80],
             edge: vec![views::NO_ENTITY; 80],
             covered: (0..80).map(|i| covered(i % 10, i / 10)).collect(),
+            seam: vec![false; 80],
         };
         assert!(clipped_sides(&ids(&|x, y| (2..8).contains(&x) && (2..6).contains(&y))).is_empty());
         assert_eq!(clipped_sides(&ids(&|x, y| x >= 5 && y >= 3)), ["right", "bottom"]);

@@ -149,7 +149,7 @@ pub fn silhouette_overlap(ids: &IdBuffers, target: &[bool]) -> (RgbImage, Overla
         let c = [c[0] + shift[0], c[1] + shift[0], c[2] + shift[1], c[3] + shift[1]];
         overlap.reach_px = [c[0] - t[0], t[1] - c[1], c[2] - t[2], t[3] - c[3]];
     }
-    overlay_legend(&mut image, OVERLAP_BOTH);
+    overlay_legend(&mut image, OVERLAP_BOTH, &[]);
     (image, overlap)
 }
 
@@ -321,10 +321,11 @@ pub fn alignment(candidate: &[bool], target: &[bool], w: usize, h: usize) -> [i6
     ]
 }
 
-/// The legend of an overlay panel: where both agree (in `both`), target only, candidate only.
-fn overlay_legend(image: &mut RgbImage, both: Rgb<u8>) {
+/// The legend of an overlay panel: where both agree (in `both`), target only, candidate only,
+/// and any `more` entries.
+fn overlay_legend(image: &mut RgbImage, both: Rgb<u8>, more: &[(&str, Rgb<u8>)]) {
     let legend = [("both", both), ("target only", OVERLAP_TARGET_ONLY), ("candidate only", OVERLAP_CANDIDATE_ONLY)];
-    for (k, (name, color)) in legend.iter().enumerate() {
+    for (k, (name, color)) in legend.iter().chain(more).enumerate() {
         let y = 24.0 + 16.0 * k as f64;
         draw::filled_rect(image, &[8.0, y, 20.0, y + 12.0], *color);
         draw::text(image, 25.0, y - 1.0, 12.0, Rgb([40, 40, 40]), name);
@@ -341,6 +342,10 @@ pub struct LineOverlap {
     pub target_matched: usize,
     pub candidate_lines: usize,
     pub candidate_matched: usize,
+    /// The target's line pixels along one of the candidate's seams, counted in neither
+    /// share.
+    #[serde(default)]
+    pub target_on_seams: usize,
 }
 
 /// How far apart (pixels, either axis) two lines may be and still count as one.
@@ -355,11 +360,17 @@ impl LineOverlap {
              {:.0}% of the candidate's edges within {LINE_REACH} px of the target's lines (the rest in blue)",
             share(self.target_matched, self.target_lines),
             share(self.candidate_matched, self.candidate_lines)
-        )
+        ) + if self.target_on_seams > 0 {
+            "; a line of the target's along a seam of the candidate's in light blue, not counted"
+        } else {
+            ""
+        }
     }
 }
 
 pub const LINES_MATCHED: Rgb<u8> = Rgb([60, 60, 60]);
+/// A target's line along one of the candidate's seams, which the candidate does not draw.
+pub const LINES_ON_SEAM: Rgb<u8> = Rgb([150, 190, 235]);
 
 /// The target's lines (`target_lines`, one flag per pixel of the candidate's framing) over
 /// the candidate's visible edges (what `ids` shows), the candidate shifted by `shift` (as
@@ -367,6 +378,9 @@ pub const LINES_MATCHED: Rgb<u8> = Rgb([60, 60, 60]);
 /// has a line (an edge the candidate lacks or has elsewhere: a wall's inner side, a hole, a
 /// slot), blue where only the candidate has one; the target's silhouette faint beneath.
 /// Lines inside the outline show what a silhouette cannot: wall thickness, features on a face.
+/// A target's line that the candidate's edges do not match but one of its seams does (a
+/// renderer that draws where a cylinder's side closes on itself) is light blue and counted
+/// in neither share: ours never draws seams, so it is no missing edge.
 pub fn line_overlap(
     ids: &IdBuffers,
     target_lines: &[bool],
@@ -377,17 +391,17 @@ pub fn line_overlap(
     let at = |mask: &[bool], x: i64, y: i64| {
         x >= 0 && y >= 0 && (x as usize) < w && (y as usize) < h && mask[y as usize * w + x as usize]
     };
-    // The candidate's edges in the target's frame.
-    let candidate: Vec<bool> = (0..w * h)
-        .map(|i| {
-            let (x, y) = ((i % w) as i64 - shift[0], (i / w) as i64 - shift[1]);
-            x >= 0
-                && y >= 0
-                && (x as usize) < w
-                && (y as usize) < h
-                && ids.edge[y as usize * w + x as usize] != NO_ENTITY
-        })
-        .collect();
+    // The candidate's edges and seams in the target's frame.
+    let shifted = |of: &dyn Fn(usize) -> bool| -> Vec<bool> {
+        (0..w * h)
+            .map(|i| {
+                let (x, y) = ((i % w) as i64 - shift[0], (i / w) as i64 - shift[1]);
+                x >= 0 && y >= 0 && (x as usize) < w && (y as usize) < h && of(y as usize * w + x as usize)
+            })
+            .collect()
+    };
+    let candidate = shifted(&|i| ids.edge[i] != NO_ENTITY);
+    let seams = shifted(&|i| ids.seam.get(i).copied().unwrap_or(false));
     let target: Vec<bool> = (0..w * h).map(|i| target_lines.get(i).copied().unwrap_or(false)).collect();
     let near = |mask: &[bool], x: i64, y: i64| {
         (-LINE_REACH..=LINE_REACH).any(|dy| (-LINE_REACH..=LINE_REACH).any(|dx| at(mask, x + dx, y + dy)))
@@ -398,7 +412,10 @@ pub fn line_overlap(
         for x in 0..w {
             let i = y * w + x;
             let (xi, yi) = (x as i64, y as i64);
-            let color = if target[i] {
+            let color = if target[i] && !near(&candidate, xi, yi) && near(&seams, xi, yi) {
+                counts.target_on_seams += 1;
+                Some(LINES_ON_SEAM)
+            } else if target[i] {
                 counts.target_lines += 1;
                 let matched = near(&candidate, xi, yi);
                 counts.target_matched += usize::from(matched);
@@ -422,7 +439,9 @@ pub fn line_overlap(
             }
         }
     }
-    overlay_legend(&mut image, LINES_MATCHED);
+    let seam_legend: &[(&str, Rgb<u8>)] =
+        if counts.target_on_seams > 0 { &[("target, on a candidate's seam", LINES_ON_SEAM)] } else { &[] };
+    overlay_legend(&mut image, LINES_MATCHED, seam_legend);
     (image, counts)
 }
 
@@ -582,7 +601,8 @@ mod tests {
             }
         }
         let blank = vec![NO_ENTITY; (w * w) as usize];
-        let ids = IdBuffers { width: w, height: w, face: blank, edge, covered: vec![false; (w * w) as usize] };
+        let none = vec![false; (w * w) as usize];
+        let ids = IdBuffers { width: w, height: w, face: blank, edge, covered: none.clone(), seam: none };
         let same: Vec<bool> = (0..w * w).map(|i| outline(43, i)).collect();
         let (_, agree) = line_overlap(&ids, &same, &same, [3, 0]);
         assert_eq!((agree.target_matched, agree.candidate_matched), (agree.target_lines, agree.candidate_lines));
@@ -607,6 +627,7 @@ mod tests {
             face: vec![NO_ENTITY; (w * w) as usize],
             edge: vec![NO_ENTITY; (w * w) as usize],
             covered,
+            seam: vec![false; (w * w) as usize],
         };
         // The same square 5 px right and 3 px up: a registration shift, not a difference.
         let (_, same) = silhouette_overlap(&ids, &square(w, 35, 37, 20));

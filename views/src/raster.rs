@@ -66,6 +66,10 @@ pub struct IdBuffers {
     /// Whether a surface was drawn there (a part's face or an overlay of material): the
     /// view's silhouette.
     pub covered: Vec<bool>,
+    /// Where a visible seam runs (a curved face closing on itself, as a cylinder's side
+    /// does). Never drawn, but other renderers draw it: Stage 3 does not count a target's
+    /// line there as missing.
+    pub seam: Vec<bool>,
 }
 
 impl IdBuffers {
@@ -93,6 +97,7 @@ pub struct Raster {
     depth: Vec<f32>,
     face: Vec<u32>,
     edge: Vec<u32>,
+    seam: Vec<bool>,
 }
 
 /// A vertex on screen: supersampled pixel position and depth.
@@ -115,6 +120,7 @@ impl Raster {
             depth: vec![f32::INFINITY; n],
             face: vec![NO_ENTITY; n],
             edge: vec![NO_ENTITY; n],
+            seam: vec![false; n],
         }
     }
 
@@ -250,9 +256,9 @@ impl Raster {
         }
     }
 
-    /// Draw edges (all, or those `keep` accepts; never seams) as depth-tested polylines;
-    /// visible ones fill the edge-ID buffer. `always_visible` skips the depth test (projected
-    /// edges).
+    /// Draw edges (all, or those `keep` accepts) as depth-tested polylines; visible ones fill
+    /// the edge-ID buffer. Seams are not drawn: where one is visible goes to the seam buffer.
+    /// `always_visible` skips the depth test (projected edges).
     pub fn draw_edges(
         &mut self,
         scene: &Scene,
@@ -269,9 +275,10 @@ impl Raster {
         let dash = 6.0 * f64::from(self.ss);
         let min_run = MIN_VISIBLE_RUN * f64::from(self.ss);
         for (e, polyline) in scene.edges.iter().enumerate() {
-            if !keep(e) || scene.is_seam(e) {
+            if !keep(e) {
                 continue;
             }
+            let seam = scene.is_seam(e);
             let color = color_of(e);
             let mut samples = Vec::new();
             let mut run = 0.0;
@@ -293,7 +300,11 @@ impl Raster {
             }
             hide_short_runs(&mut samples, min_run);
             for s in &samples {
-                if s.visible {
+                if seam {
+                    if s.visible {
+                        self.stamp_seam(s.x, s.y, brush);
+                    }
+                } else if s.visible {
                     self.stamp(s.x, s.y, brush, color, Some(e as u32));
                 } else if let Some(hidden) = style.hidden_edge.filter(|_| s.along % (2.0 * dash) < dash) {
                     self.stamp(s.x, s.y, brush, hidden, None);
@@ -312,6 +323,16 @@ impl Raster {
             }
         }
         if far == f32::NEG_INFINITY { f32::INFINITY } else { far }
+    }
+
+    fn stamp_seam(&mut self, x: i64, y: i64, brush: i64) {
+        let lo = -(brush - 1) / 2;
+        for yy in (y + lo).max(0)..(y + lo + brush).min(self.sh()) {
+            for xx in (x + lo).max(0)..(x + lo + brush).min(self.sw()) {
+                let i = (yy * self.sw() + xx) as usize;
+                self.seam[i] = true;
+            }
+        }
     }
 
     fn stamp(&mut self, x: i64, y: i64, brush: i64, color: Color, edge: Option<u32>) {
@@ -369,6 +390,7 @@ impl Raster {
         let mut face = vec![NO_ENTITY; (w * h) as usize];
         let mut edge = vec![NO_ENTITY; (w * h) as usize];
         let mut covered = vec![false; (w * h) as usize];
+        let mut seam = vec![false; (w * h) as usize];
         for y in 0..h as usize {
             for x in 0..w as usize {
                 let mut sum = [0.0f32; 3];
@@ -379,6 +401,7 @@ impl Raster {
                         for (acc, c) in sum.iter_mut().zip(self.color[i]) {
                             *acc += c;
                         }
+                        seam[y * w as usize + x] |= self.seam[i];
                         let e = self.edge[i];
                         if e != NO_ENTITY {
                             match edge_votes.iter_mut().find(|(id, _)| *id == e) {
@@ -398,7 +421,7 @@ impl Raster {
                 }
             }
         }
-        (image, IdBuffers { width: w, height: h, face, edge, covered })
+        (image, IdBuffers { width: w, height: h, face, edge, covered, seam })
     }
 }
 

@@ -424,6 +424,28 @@ fn perspective_views_and_hidden_edges() {
     assert!(gray(&dashed) > gray(&plain) + 100, "hidden edges drawn: {} vs {}", gray(&dashed), gray(&plain));
 }
 
+/// Other renderers draw where a cylinder's side closes on itself; ours does not, but knows
+/// where its visible seams run, so Stage 3 does not call such a target line missing.
+#[test]
+fn a_target_line_along_the_candidates_seam_is_not_counted_missing() {
+    let mut s = session();
+    let scene = build(&mut s, "two_sided_cylinder");
+    let ids = views::outline(&scene, &Options::default());
+    let seam_pixels = ids.seam.iter().filter(|&&v| v).count();
+    assert!(seam_pixels > 20, "the cylinder's seam is visible: {seam_pixels} px");
+    let drawn = ids.edge.iter().zip(&ids.seam).filter(|(e, seam)| **seam && **e != NO_ENTITY).count();
+    assert!(drawn < seam_pixels / 4, "the seam is not drawn as an edge: {drawn} of {seam_pixels}");
+    // A target drawn with seams: every line of ours, and the seam.
+    let target: Vec<bool> = ids.edge.iter().zip(&ids.seam).map(|(e, seam)| *e != NO_ENTITY || *seam).collect();
+    let (_, counts) = views::line_overlap(&ids, &target, &ids.covered, [0, 0]);
+    assert!(counts.target_on_seams > 20, "{counts:?}");
+    assert_eq!(counts.target_matched, counts.target_lines, "nothing missing: {counts:?}");
+    // Without knowing where its seam runs, the seam would count as a missing line.
+    let blind = views::IdBuffers { seam: vec![false; ids.seam.len()], ..ids.clone() };
+    let (_, counts) = views::line_overlap(&blind, &target, &ids.covered, [0, 0]);
+    assert!(counts.target_lines - counts.target_matched > 20, "{counts:?}");
+}
+
 #[test]
 fn hidden_edges_and_seams_get_no_label() {
     let mut s = session();

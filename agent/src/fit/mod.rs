@@ -815,6 +815,7 @@ mod tests {
             face: vec![NO_ENTITY; n],
             edge: (0..w * w).map(|i| if border(i) { 0 } else { NO_ENTITY }).collect(),
             covered: (0..w * w).map(inside).collect(),
+            seam: vec![false; n],
         }
     }
 

@@ -524,6 +524,7 @@ mod tests {
             face: vec![views::NO_ENTITY; n],
             edge: vec![views::NO_ENTITY; n],
             covered,
+            seam: vec![false; n],
         }
     }
 

@@ -215,6 +215,7 @@ pub(crate) fn ids_of(mask: &[bool]) -> IdBuffers {
         face: vec![NO_ENTITY; mask.len()],
         edge: mask.iter().map(|m| if *m { 0 } else { NO_ENTITY }).collect(),
         covered: mask.to_vec(),
+        seam: vec![false; mask.len()],
     }
 }
 
