@@ -60,18 +60,27 @@ static int find_solver(struct dl_phdr_info *info, size_t size, void *data) {
     return 0;
 }
 
-/* Whether the code at `caller` is Sketcher.so's. Until that library is loaded, a caller
- * is looked up (dladdr); once one of its calls is seen, its code range is kept. */
+/* Whether the code at `caller` is Sketcher.so's. Its code range is looked up once the
+ * library is loaded (see dlopen below); before that, nothing is the solver's. */
 static int from_solver(uintptr_t caller) {
-    if (solver_hi != 0) {
-        return caller >= solver_lo && caller < solver_hi;
+    return caller >= solver_lo && caller < solver_hi;
+}
+
+typedef void *(*dlopen_fn)(const char *, int);
+
+/* Python loads FreeCAD's modules with dlopen, and Sketcher.so may come in as another
+ * module's dependency: after each load, until it is found, look for it. (Asking dladdr
+ * about every caller instead cost 14% of a worker's time.) */
+void *dlopen(const char *file, int mode) {
+    static dlopen_fn real;
+    if (real == NULL) {
+        real = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
     }
-    Dl_info info;
-    if (!dladdr((void *)caller, &info) || info.dli_fname == NULL || strstr(info.dli_fname, "/Sketcher.so") == NULL) {
-        return 0;
+    void *handle = real(file, mode);
+    if (handle != NULL && solver_hi == 0) {
+        dl_iterate_phdr(find_solver, NULL);
     }
-    dl_iterate_phdr(find_solver, NULL);
-    return solver_hi != 0 && caller >= solver_lo && caller < solver_hi;
+    return handle;
 }
 
 static int reserve(void) {
