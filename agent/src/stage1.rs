@@ -665,4 +665,34 @@ mod tests {
         assert_eq!(ring.describe_with_extent(), "revolve (add) of S2 on F6, 360 deg about S2.v_axis");
         assert_eq!(ring.describe(), "revolve (add) of S2 on F6");
     }
+
+    /// test100's 00531511, a plate seen from the corner: simplifying its outline split the
+    /// lower long sides where the renderer blunted the tips, and the piece beside a tip,
+    /// parallel to its side, left no corner; the short vertical side then went instead, and
+    /// a relay reader was told 20.8 px (7.7 mm along Z) for the plate's 31 px.
+    #[test]
+    fn a_plates_thickness_is_told_from_its_full_vertical_sides() {
+        let Some(data) = freecad_bridge::testing::data_dir() else {
+            eprintln!("skipping: no ../shared/data (set VISION2CAD_DATA)");
+            return;
+        };
+        let path = data.join("cadcoder-test100/images/00531511_0.png");
+        let Ok(image) = image::open(&path) else {
+            eprintln!("skipping: {} is missing", path.display());
+            return;
+        };
+        let target = crate::register::Target::analyse(image.to_rgb8(), "00531511").expect("a part");
+        let mask = target.framed_mask(500, views::TAGGED_FILL);
+        let corners = views::outline_corners(&mask, 500, CORNER_TOLERANCE_PX, MAX_CORNERS).expect("a polygon");
+        assert_eq!(corners.len(), 6, "{corners:?}");
+        let vertical: Vec<f64> = (0..6)
+            .map(|k| (corners[k], corners[(k + 1) % 6]))
+            .filter(|(a, b)| (a[0] - b[0]).abs() < 0.5)
+            .map(|(a, b)| (a[1] - b[1]).abs())
+            .collect();
+        assert_eq!(vertical.len(), 2, "{corners:?}");
+        for side in vertical {
+            assert!((side - 30.7).abs() < 0.5, "a vertical side of {side:.1} px in {corners:?}");
+        }
+    }
 }

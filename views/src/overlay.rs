@@ -234,19 +234,32 @@ fn polygon_corners(points: &[[f64; 2]], tolerance: f64) -> Option<Vec<[f64; 2]>>
     vertices.push(far);
     simplify(points, far, n, tolerance, &mut vertices);
     // The sides, as ranges of the outline's points, and the lines fitted to them.
-    let mut lines: Vec<([f64; 2], [f64; 2])> = (0..vertices.len())
+    let mut sides: Vec<(usize, usize)> = (0..vertices.len())
         .map(|k| (vertices[k], vertices.get(k + 1).copied().unwrap_or(n)))
         .filter(|&(a, b)| b > a + 1)
-        .map(|(a, b)| fit_line(points, a, b))
         .collect();
-    // The shortest side between its corners goes while it is shorter than MIN_SIDE_PX: the
-    // target's renderer rounds a corner over a few pixels, which the simplification keeps.
+    let mut lines: Vec<([f64; 2], [f64; 2])> = sides.iter().map(|&(a, b)| fit_line(points, a, b)).collect();
+    // Two neighbouring sides within a few degrees of parallel are one side that the
+    // simplification split where the renderer blunted the corner next to it: they become one
+    // line, fitted to both. Then the shortest side between its corners goes while it is
+    // shorter than MIN_SIDE_PX: the target's renderer rounds a corner over a few pixels, which
+    // the simplification keeps.
     loop {
         if lines.len() < 3 {
             return None;
         }
         let m = lines.len();
         let corners: Vec<Option<[f64; 2]>> = (0..m).map(|k| intersect(lines[(k + m - 1) % m], lines[k])).collect();
+        if let Some(k) = (0..m).find(|&k| corners[k].is_none()) {
+            let before = (k + m - 1) % m;
+            // The last side and the first meet across the outline's start: its index wraps.
+            let end = if k == 0 { sides[k].1 + n } else { sides[k].1 };
+            sides[before] = (sides[before].0, end);
+            lines[before] = fit_line(points, sides[before].0, end);
+            sides.remove(k);
+            lines.remove(k);
+            continue;
+        }
         // Side k runs from corner k to corner k + 1.
         let length = |k: usize| match (corners[k], corners[(k + 1) % m]) {
             (Some(a), Some(b)) => dist(a, b),
@@ -256,6 +269,7 @@ fn polygon_corners(points: &[[f64; 2]], tolerance: f64) -> Option<Vec<[f64; 2]>>
         if length(shortest) >= MIN_SIDE_PX {
             return corners.into_iter().collect();
         }
+        sides.remove(shortest);
         lines.remove(shortest);
     }
 }
