@@ -29,8 +29,16 @@ pub fn projected_table(meta: &SketchMeta, state: &ModelState) -> String {
         .filter(|e| e.in_plane || e.points.iter().any(|p| views::in_sketch_picture(*p)))
         .collect();
     edges.sort_by_key(|e| !e.in_plane);
+    // An edge square to the plane projects onto a point (a vertex names that spot), and one
+    // right below another (a plate's bottom edge under its top edge) onto the same samples:
+    // a reader called such lines noise, so each projection is listed once.
+    let mut drawn = std::collections::BTreeSet::new();
     for e in edges {
         let pts: Vec<String> = e.points.iter().map(|p| point(*p)).collect();
+        let backwards: Vec<String> = pts.iter().rev().cloned().collect();
+        if pts.windows(2).all(|w| w[0] == w[1]) || drawn.contains(&backwards) || !drawn.insert(pts.clone()) {
+            continue;
+        }
         out.push_str(&format!("{}{}: {}\n", e.id, if e.in_plane { " (in plane)" } else { "" }, pts.join(" ")));
     }
     // The vertices too: a reader tying a midpoint or a corner to `V3` otherwise looks its

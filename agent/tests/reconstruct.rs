@@ -929,6 +929,9 @@ fn stage_two_lists_the_vertices_where_the_edges_end() {
     let in_plane = edge_lines.iter().take_while(|l| l.contains("(in plane)")).count();
     assert!(in_plane >= 4, "the top face's edges first:\n{table}");
     assert!(edge_lines[in_plane..].iter().all(|l| !l.contains("(in plane)")), "{table}");
+    // The box's vertical edges project onto points and its bottom edges onto its top ones:
+    // neither is listed again, so the table holds the top face's four edges.
+    assert_eq!(edge_lines.len(), 4, "each projection once:\n{table}");
     let lines: Vec<&str> = table.lines().filter(|l| l.contains("(in plane)")).collect();
     let (vertices, edges): (Vec<&str>, Vec<&str>) = lines.iter().partition(|l| l.starts_with('V'));
     assert_eq!(vertices.len(), 4, "the top face's corners:\n{table}");
