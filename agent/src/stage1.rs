@@ -178,8 +178,13 @@ const CORNER_TOLERANCE_PX: f64 = 1.5;
 const MAX_CORNERS: usize = 16;
 
 /// A side of the outline runs along a model axis's direction on the picture when within
-/// this angle of it (degrees).
+/// this angle of it (degrees), or, for a short side, when its far end lies within
+/// [`SIDE_ALONG_PX`] of that direction, up to [`SIDE_ALONG_MAX_DEG`]: a corner found to half
+/// a pixel turns a 19 px side by 1.5 degrees, and a relay reader was given a U channel's two
+/// walls (19.1 and 18.5 px, 2.2 and 2.0 degrees off X's way) in px alone.
 const SIDE_ALONG_DEG: f64 = 2.0;
+const SIDE_ALONG_PX: f64 = 1.0;
+const SIDE_ALONG_MAX_DEG: f64 = 5.0;
 
 /// The target's outline corners, when it is a polygon, and its sides' lengths; a side that
 /// runs the way a model axis does on the picture also in mm along that axis (readers turned
@@ -204,7 +209,10 @@ fn side_text(a: [f64; 2], b: [f64; 2], direction: [f64; 3], px_per_mm: f64) -> S
         let per_mm = px_per_mm * right.hypot(up);
         // Picture y runs down; the axis's "up" runs up.
         let cross = (dx * -up - dy * right) / (length * right.hypot(up)).max(1e-12);
-        (per_mm > 1e-6 && cross.abs() <= SIDE_ALONG_DEG.to_radians().sin())
+        let within = (SIDE_ALONG_PX / length.max(1e-9))
+            .atan()
+            .clamp(SIDE_ALONG_DEG.to_radians(), SIDE_ALONG_MAX_DEG.to_radians());
+        (per_mm > 1e-6 && cross.abs() <= within.sin())
             .then(|| format!(" ({name}'s way: {:.1} mm along {name})", length / per_mm))
     });
     format!("{length:.1} px{}", along.unwrap_or_default())
@@ -619,6 +627,17 @@ mod tests {
         assert_eq!(side_text([50.0, 53.06], [50.0, 80.0], iso, 3.3), "26.9 px (Z's way: 10.0 mm along Z)");
         // Level: no axis runs that way.
         assert_eq!(side_text([0.0, 0.0], [30.0, 0.0], iso, 3.3), "30.0 px");
+        // 2.2 degrees off X's way (30 degrees below level): a 19 px side's far end lies
+        // 0.7 px off, within a pixel, so it is along X; at 60 px it lies 2.3 px off, and at
+        // 8 px 5.2 degrees is past the most a short side may turn.
+        let off = |length: f64| {
+            let a = (30.0f64 - 2.2).to_radians();
+            [100.0 + length * a.cos(), 100.0 + length * a.sin()]
+        };
+        assert_eq!(side_text([100.0, 100.0], off(19.0), iso, 3.3), "19.0 px (X's way: 7.1 mm along X)");
+        assert_eq!(side_text([100.0, 100.0], off(60.0), iso, 3.3), "60.0 px");
+        let steep = (30.0f64 - 5.2).to_radians();
+        assert_eq!(side_text([0.0, 0.0], [8.0 * steep.cos(), 8.0 * steep.sin()], iso, 3.3), "8.0 px");
     }
 
     #[test]
