@@ -386,3 +386,61 @@ fn a_run_that_stops_at_a_failed_step_is_fitted_too() {
     );
     assert!(before < 0.9 && after > 0.98, "static IoU {before} without the fit, {after} with it");
 }
+
+/// `vision2cad fit`: the part's own program, fitted to its image, is left alone, and the
+/// framing found from its model is the part's; a copy with one depth read 15% deep, fitted
+/// on that framing (`--sphere`), gets the truth's depth back. An image with no part in it is
+/// refused, naming the image.
+#[test]
+fn the_fit_command_fits_a_program_to_an_image() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gt = example_path("plate_counterbore");
+    let image = target_image(&gt, dir.path());
+    let read = |path: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+            .expect("json")
+    };
+    let depth = |p: &Value| -> f64 {
+        let pad = p["commands"].as_array().expect("commands").iter().find(|c| c["op"] == "extrude").cloned();
+        pad.expect("the plate's pad")["extent"]["depth"].as_f64().expect("a depth")
+    };
+    let fit = |program: &Path, image: &Path, out: &Path, extra: &[String]| {
+        let mut command = common::command();
+        command.arg("fit").arg(program).arg("--image").arg(image).arg("--out").arg(out).args(extra);
+        command.output().expect("runs")
+    };
+    let exact = dir.path().join("exact");
+    let run = fit(&gt, &image, &exact, &[]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let report = read(&exact.join("fit.json"));
+    assert!(report["overlap"].as_f64() > Some(0.95), "{report}");
+    let features = report["fit"]["features"].as_array().expect("features");
+    assert!(!features.is_empty() && features.iter().all(|f| !f["report"]["dropped"].is_null()), "{report}");
+    // Left alone: the program as FreeCAD solves it, as `exec` writes it.
+    let built = dir.path().join("built");
+    assert!(common::command().arg("exec").arg(&gt).arg("--out").arg(&built).status().expect("exec").success());
+    assert_eq!(read(&exact.join("program.json"))["commands"], read(&built.join("solved_program.json"))["commands"]);
+    assert!(exact.join("model.FCStd").is_file() && exact.join("model.step").is_file());
+
+    let mut program = read(&gt);
+    let truth = depth(&program);
+    let pad = program["commands"].as_array_mut().expect("commands").iter_mut().find(|c| c["op"] == "extrude");
+    pad.expect("the pad")["extent"]["depth"] = serde_json::json!(truth * 1.15);
+    let misread = dir.path().join("misread.json");
+    std::fs::write(&misread, program.to_string()).expect("write");
+    let s = &report["sphere"];
+    let sphere = format!("--sphere={},{},{},{}", s["center"][0], s["center"][1], s["center"][2], s["radius"]);
+    let fitted = dir.path().join("fitted");
+    let run = fit(&misread, &image, &fitted, &[sphere]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let got = depth(&read(&fitted.join("program.json")));
+    assert!((got / truth - 1.0).abs() < 0.03, "fitted {got} for {truth}");
+    assert!(iou(&fitted.join("model.step"), &gt, "static") > Some(0.98));
+
+    let blank = dir.path().join("blank.png");
+    image::RgbImage::from_pixel(64, 64, image::Rgb([255, 255, 255])).save(&blank).expect("png");
+    let refused = fit(&misread, &blank, &dir.path().join("blank"), &[]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("blank.png") && stderr.contains("nothing stands out"), "{stderr}");
+}

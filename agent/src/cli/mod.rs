@@ -23,7 +23,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use freecad_bridge::{Session, WorkerConfig};
 
-use commands::{bench, compare, eval, exec, gerd, merge, reconstruct, render, run, sim_calibrate};
+use commands::{bench, compare, eval, exec, fit, gerd, merge, reconstruct, render, run, sim_calibrate};
 
 #[derive(Debug, Parser)]
 #[command(name = "vision2cad", version, about, after_help = env::HELP)]
@@ -67,6 +67,12 @@ pub enum Cmd {
     /// 3D viewers) and DIR/state.json (the final entity table). If a command fails, the document up to the last good command is
     /// still written and the exit code is 1.
     Exec(exec::ExecArgs),
+    /// Fit a finished program's numbers to a target image (the loop's fit at END).
+    ///
+    /// The program is built, S_t is found from its model's outline and registered on the
+    /// target, and every feature is fitted in program order, keeping every tie. Writes
+    /// DIR/program.json (fitted), the model files as `exec` does, and DIR/fit.json.
+    Fit(Box<fit::FitArgs>),
     /// Print the entity table of a model (STEP, FCStd or program JSON) as JSON.
     Inspect {
         /// A .step/.stp, .FCStd or program .json file.
@@ -151,6 +157,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Merge(args) => merge::run(&args),
         Cmd::SimCalibrate(args) => sim_calibrate::run(&args),
         Cmd::Exec(args) => exec::run(&args),
+        Cmd::Fit(args) => fit::run(&args),
         Cmd::Inspect { model, worker } => {
             let mut session = worker.session()?;
             files::open_model(&mut session, &model)?;

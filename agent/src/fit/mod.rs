@@ -36,6 +36,7 @@ pub mod sketch;
 pub mod sweep;
 pub mod thickness;
 mod ties;
+pub mod to_image;
 pub mod wall;
 
 use std::time::Instant;

@@ -5,6 +5,7 @@ pub mod compare;
 pub mod default_index;
 pub mod eval;
 pub mod exec;
+pub mod fit;
 pub mod gerd;
 pub mod merge;
 pub mod reconstruct;
