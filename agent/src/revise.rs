@@ -177,11 +177,36 @@ fn compare(old: &Value, new: &mut Value, path: &str, changes: &mut Vec<String>) 
                             changes.push(format!("{} {} -> {}", here(key), on(x), on(y.as_deref())));
                         }
                     }
+                    // Every constraint left out: the language writes no `constraints`.
+                    (Some(x), None) if key == "constraints" => {
+                        compare(x, &mut Value::Array(Vec::new()), &here(key), changes)?
+                    }
                     (Some(_), None) => return Err(format!("`{}` is left out", here(key))),
                     (None, _) => return Err(format!("`{}` is new", here(key))),
                 }
             }
             Ok(())
+        }
+        // A sketch's constraints may be left out (not added or changed): the edit check
+        // asks for a tie that holds only at the drawn depths to go.
+        (Value::Array(a), Value::Array(b)) if path == "constraints" && b.len() < a.len() => {
+            let mut next = 0;
+            for (i, x) in a.iter().enumerate() {
+                let mut matched = Vec::new();
+                let kept = next < b.len() && compare(x, &mut b[next], &format!("{path}[{i}]"), &mut matched).is_ok();
+                if kept {
+                    changes.extend(matched);
+                    next += 1;
+                } else {
+                    changes.push(format!("{path}[{i}] ({}) left out", x["type"].as_str().unwrap_or("?")));
+                }
+            }
+            match b.get(next) {
+                None => Ok(()),
+                Some(y) => {
+                    Err(format!("`{path}` has {y} where it had none such: constraints may be left out, not added"))
+                }
+            }
         }
         (Value::Array(a), Value::Array(b)) => {
             if a.len() != b.len() {
@@ -411,6 +436,39 @@ mod tests {
         assert_eq!(r.changes, ["primitives[0].radius 5 -> 6"]);
         let Command::Sketch(s) = command else { panic!("a sketch") };
         assert_eq!(serde_json::to_value(&s.primitives[0]).expect("json")["center"][0], 1.23456789);
+    }
+
+    /// The edit check asks for a tie that holds only at the drawn depths to go: a revision
+    /// of a sketch may leave constraints out, not add or change them.
+    #[test]
+    fn a_sketch_revision_may_leave_constraints_out() {
+        let history: Vec<Command> = serde_json::from_value(serde_json::json!([
+            {"op": "sketch", "name": "S1", "on": "XY", "primitives": [{"type": "circle", "center": [0, 0], "radius": 5}],
+             "constraints": [{"type": "radius", "curve": "g0", "value": 5},
+                             {"type": "distance_to_line", "point": "g0.center", "line": "E3", "value": 4}]}
+        ]))
+        .expect("commands");
+        let revise = |constraints: Value| {
+            let mut sketch = serde_json::json!({"op": "sketch", "name": "S1", "on": "XY",
+                "primitives": [{"type": "circle", "center": [0, 0], "radius": 5}]});
+            if !constraints.is_null() {
+                sketch["constraints"] = constraints;
+            }
+            check(&serde_json::json!({"op": "revise", "number": 1, "command": sketch}), &history)
+        };
+        let (command, r) = revise(serde_json::json!([{"type": "radius", "curve": "g0", "value": 6}])).expect("valid");
+        assert_eq!(r.changes, ["constraints[0].value 5 -> 6", "constraints[1] (distance_to_line) left out"]);
+        let Command::Sketch(s) = command else { panic!("a sketch") };
+        assert_eq!(s.constraints.len(), 1);
+        let (_, r) = revise(Value::Null).expect("every constraint left out");
+        assert_eq!(r.changes, ["constraints[0] (radius) left out", "constraints[1] (distance_to_line) left out"]);
+        let added = revise(serde_json::json!([{"type": "radius", "curve": "g0", "value": 5},
+            {"type": "distance_to_line", "point": "g0.center", "line": "E3", "value": 4},
+            {"type": "horizontal", "line": "g0"}]));
+        assert!(added.expect_err("added").contains("has 3 items where it had 2"));
+        let other =
+            revise(serde_json::json!([{"type": "distance_to_line", "point": "g0.center", "line": "E5", "value": 4}]));
+        assert!(other.expect_err("changed").contains("may be left out, not added"));
     }
 
     #[test]
