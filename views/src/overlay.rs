@@ -580,8 +580,7 @@ mod tests {
         let corners = outline_corners(&mask, w, 1.5, 16).expect("corners");
         assert_eq!(corners.len(), 6, "{corners:?}");
         for c in &hexagon {
-            let nearest =
-                corners.iter().map(|p| (f64::from(p[0]) - c[0]).hypot(f64::from(p[1]) - c[1])).fold(f64::MAX, f64::min);
+            let nearest = corners.iter().map(|p| (p[0] - c[0]).hypot(p[1] - c[1])).fold(f64::MAX, f64::min);
             assert!(nearest <= 1.5, "{c:?} not among {corners:?}");
         }
         // A disc needs many corners: none are listed.
