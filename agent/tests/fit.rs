@@ -437,6 +437,14 @@ fn the_fit_command_fits_a_program_to_an_image() {
     assert!((got / truth - 1.0).abs() < 0.03, "fitted {got} for {truth}");
     assert!(iou(&fitted.join("model.step"), &gt, "static") > Some(0.98));
 
+    // The fitted program never replaces the one it is fitted from.
+    let again = fitted.join("program.json");
+    let before = std::fs::read_to_string(&again).expect("program");
+    let refused = fit(&again, &image, &fitted, &[]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("would overwrite the program"));
+    assert_eq!(std::fs::read_to_string(&again).expect("program"), before, "nothing written over");
+
     let blank = dir.path().join("blank.png");
     image::RgbImage::from_pixel(64, 64, image::Rgb([255, 255, 255])).save(&blank).expect("png");
     let refused = fit(&misread, &blank, &dir.path().join("blank"), &[]);

@@ -51,6 +51,17 @@ pub fn run(args: &FitArgs) -> Result<ExitCode> {
     let target = Target::analyse(image, &args.image.display().to_string())?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create output directory {}", args.out.display()))?;
+    // The fitted program must not replace the one it was fitted from (a reconstruction's
+    // own program.json, with --out its folder).
+    let written = args.out.join("program.json");
+    if let (Ok(a), Ok(b)) = (written.canonicalize(), args.program.canonicalize()) {
+        anyhow::ensure!(
+            a != b,
+            "--out {} would overwrite the program being fitted ({}): choose another folder",
+            args.out.display(),
+            args.program.display()
+        );
+    }
     let mut session = args.worker.session()?;
     let (fitted, done) = fit_to_image(&mut session, &program, &target, args.sphere, config.direction, config.view_size)
         .with_context(|| format!("cannot fit {}", args.program.display()))?;
