@@ -163,33 +163,25 @@ static void give_back(void *p) {
 
 #define CALLER ((uintptr_t)__builtin_return_address(0))
 
-void *_Znwm(size_t size) {
-    static new_fn real;
-    if (from_solver(CALLER)) {
-        void *p = take(size);
-        if (p != NULL) {
-            return p;
-        }
+/* Where `new` was called from is read in the operator itself, so each is written out by
+ * the macro rather than sharing a helper. */
+#define NEW(name)                                              \
+    void *name(size_t size) {                                  \
+        static new_fn real;                                    \
+        if (from_solver(CALLER)) {                             \
+            void *p = take(size);                              \
+            if (p != NULL) {                                   \
+                return p;                                      \
+            }                                                  \
+        }                                                      \
+        if (real == NULL) {                                    \
+            real = (new_fn)dlsym(RTLD_NEXT, #name);            \
+        }                                                      \
+        return real(size);                                     \
     }
-    if (real == NULL) {
-        real = (new_fn)dlsym(RTLD_NEXT, "_Znwm");
-    }
-    return real(size);
-}
 
-void *_Znam(size_t size) {
-    static new_fn real;
-    if (from_solver(CALLER)) {
-        void *p = take(size);
-        if (p != NULL) {
-            return p;
-        }
-    }
-    if (real == NULL) {
-        real = (new_fn)dlsym(RTLD_NEXT, "_Znam");
-    }
-    return real(size);
-}
+NEW(_Znwm)
+NEW(_Znam)
 
 #define DELETE(name)                                           \
     void name(void *p) {                                       \

@@ -426,12 +426,13 @@ pub fn line_overlap(
         for x in 0..w {
             let i = y * w + x;
             let (xi, yi) = (x as i64, y as i64);
-            let color = if target[i] && !near(&candidate, xi, yi) && near(&seams, xi, yi) {
+            // The search for a candidate's edge near a target's line, once per pixel.
+            let matched = target[i] && near(&candidate, xi, yi);
+            let color = if target[i] && !matched && near(&seams, xi, yi) {
                 counts.target_on_seams += 1;
                 Some(LINES_ON_SEAM)
             } else if target[i] {
                 counts.target_lines += 1;
-                let matched = near(&candidate, xi, yi);
                 counts.target_matched += usize::from(matched);
                 if candidate[i] {
                     counts.candidate_lines += 1;

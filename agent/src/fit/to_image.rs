@@ -62,17 +62,17 @@ pub fn fit_to_image(
         &target.framed_lines(view_size, views::TAGGED_FILL),
     )
     .with_native(target.native_lines(view_size, views::TAGGED_FILL));
-    let framed = |sphere: Sphere| Options {
-        size: view_size,
-        direction,
-        sphere: Some((sphere.center, sphere.radius)),
-        ..Options::default()
-    };
     let registered = match sphere {
         Some(sphere) => register::refit(target, &scene, sphere, direction),
         None => framing(target, &scene, direction),
     };
-    let (fitted, fit) = fit_program(session, &solved, &[], &pixels, &framed(registered.sphere), deflection)?;
+    let opts = Options {
+        size: view_size,
+        direction,
+        sphere: Some((registered.sphere.center, registered.sphere.radius)),
+        ..Options::default()
+    };
+    let (fitted, fit) = fit_program(session, &solved, &[], &pixels, &opts, deflection)?;
     Ok((fitted, ImageFit { sphere: registered.sphere, overlap: registered.overlap, fit }))
 }
 
@@ -85,7 +85,7 @@ const SCALE_STEP: f64 = 0.025;
 /// S_t for a program whose framing is not known: the circle around the model's outline
 /// ([`outline_circle`]) scaled by the factor, within 0.7 to 1.3, at which registration
 /// overlaps the two outlines most (the smallest change wins a tie).
-pub fn framing(target: &Target, scene: &Scene, direction: [f64; 3]) -> register::Fit {
+fn framing(target: &Target, scene: &Scene, direction: [f64; 3]) -> register::Fit {
     let circle = outline_circle(scene, direction);
     let mut best: Option<(i32, register::Fit)> = None;
     for k in SCALES {

@@ -8,10 +8,11 @@ use anyhow::{Context, Result};
 use vision2cad::config::Config;
 use vision2cad::fit::to_image::fit_to_image;
 use vision2cad::register::Target;
+use vision2cad::report::write_json;
 use vision2cad::vlm::Sphere;
 
 use crate::cli::WorkerArgs;
-use crate::cli::files::{read_program, write_atomic, write_outputs};
+use crate::cli::files::{read_program, write_outputs};
 
 #[derive(Debug, clap::Args)]
 pub struct FitArgs {
@@ -66,12 +67,8 @@ pub fn run(args: &FitArgs) -> Result<ExitCode> {
     let (fitted, done) = fit_to_image(&mut session, &program, &target, args.sphere, config.direction, config.view_size)
         .with_context(|| format!("cannot fit {}", args.program.display()))?;
     write_outputs(&mut session, &args.out)?;
-    let mut text = serde_json::to_string_pretty(&fitted)?;
-    text.push('\n');
-    write_atomic(&args.out.join("program.json"), text.as_bytes())?;
-    let mut text = serde_json::to_string_pretty(&done)?;
-    text.push('\n');
-    write_atomic(&args.out.join("fit.json"), text.as_bytes())?;
+    write_json(&written, &fitted)?;
+    write_json(&args.out.join("fit.json"), &done)?;
     for feature in done.fit.features.iter().filter(|f| f.report.kept()) {
         eprintln!("command {}: {}", feature.command + 1, feature.report.describe());
     }
