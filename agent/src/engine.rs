@@ -833,7 +833,18 @@ impl Engine<'_> {
         // words (the drawing is at fault, not the plan), up to `max_invalid_answers` times.
         let mut redraws = 0;
         let mut mended = false;
+        let mut holes_mended = false;
+        // A failed candidate puts the document back as the history left it, which is before
+        // the body switch: each try switches again (else a new body's drawn again pads into
+        // the old body, "Result has multiple solids", however well drawn).
+        let in_body = session.state().active_body.clone();
         let (command, preview) = loop {
+            if let Some(c) = &switch
+                && session.state().active_body != in_body
+                && let Err(e) = kernel(&mut self.timing, session, |s| s.execute(c))
+            {
+                return self.failed_candidate(turn, e.to_string());
+            }
             let failure = match self.candidate(session, &mut sketches, &command, turn)? {
                 Ok(p) => break (command, p),
                 Err(failure) => failure,
@@ -848,6 +859,22 @@ impl Engine<'_> {
                     attempt: turn.attempt,
                     sketch: sketch.name.clone(),
                     points,
+                })?;
+                sketches[i] = sketch;
+                continue;
+            }
+            if !holes_mended
+                && (failure.reason.contains("cross each other") || failure.reason.contains("multiple solids"))
+                && let Some((i, sketch, circles)) =
+                    fit::inside::holes_inside(&sketches, self.point_reach(), self.pixel())
+            {
+                holes_mended = true;
+                let sketch_name = sketch.name.clone();
+                self.emit(TraceEvent::HolesInside {
+                    step: turn.step,
+                    attempt: turn.attempt,
+                    sketch: sketch_name,
+                    circles,
                 })?;
                 sketches[i] = sketch;
                 continue;

@@ -98,8 +98,22 @@ impl Engine<'_> {
     /// How far across its axis a revolve's profile may be put back on it: [`fit::sketch::AXIS_REACH_PX`]
     /// for a point, in model units at the views' scale.
     pub(crate) fn axis_reach(&self) -> f64 {
-        let px_per_unit = f64::from(self.config.view_size) * views::PREVIEW_FILL / 2.0 / self.sphere.radius;
-        fit::sketch::AXIS_REACH_PX / px_per_unit
+        fit::sketch::AXIS_REACH_PX / self.px_per_unit()
+    }
+
+    /// How far the fit may move a point (model units): what a hole crossing its outline may
+    /// be moved to go inside ([`fit::inside`]).
+    pub(crate) fn point_reach(&self) -> f64 {
+        fit::sketch::POINT_REACH_PX / self.px_per_unit()
+    }
+
+    /// One pixel of the views, in model units.
+    pub(crate) fn pixel(&self) -> f64 {
+        1.0 / self.px_per_unit()
+    }
+
+    fn px_per_unit(&self) -> f64 {
+        f64::from(self.config.view_size) * views::PREVIEW_FILL / 2.0 / self.sphere.radius
     }
 
     /// Remember a committed feature the step's fit moved, as the model drew it (the history

@@ -68,6 +68,8 @@ pub enum TraceEvent {
     ProgramFit { report: crate::fit::program::ProgramFit },
     /// A revolve's profile crossed its own axis by a hair: its points across were put on it.
     OntoAxis { step: usize, attempt: usize, sketch: String, points: usize },
+    /// A sketch's holes crossed its outline or lay just outside it: they were moved inside.
+    HolesInside { step: usize, attempt: usize, sketch: String, circles: usize },
     /// Stage 3 rejected the candidate.
     Rejected { step: usize, attempt: usize, reasons: Vec<String> },
     /// A candidate was executed: committed (`ok`) or failed.

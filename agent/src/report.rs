@@ -234,6 +234,13 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                     escape(sketch)
                 );
             }
+            TraceEvent::HolesInside { sketch, circles, .. } => {
+                let _ = write!(
+                    h,
+                    "<p>{circles} hole(s) of {} crossed the outline or lay just outside it: moved inside.</p>",
+                    escape(sketch)
+                );
+            }
             TraceEvent::Fit { report, .. } => {
                 let _ = if report.kept() {
                     write!(

@@ -1,6 +1,7 @@
 //! Candidates that do not build, against a real FreeCAD with the scripted backend: a drawing
 //! whose curves cross is drawn again, told which curves; a step no candidate gets through is
-//! set aside and the loop goes on from the model as it was (`max_skipped_steps`).
+//! set aside and the loop goes on from the model as it was (`max_skipped_steps`); a redrawn
+//! candidate in a new body is built in that body; a hole drawn across its outline is moved in.
 
 mod common;
 
@@ -145,4 +146,83 @@ fn a_drawing_whose_curves_cross_is_drawn_again_told_which_curves() {
     assert!(text.contains("your last drawing of this sketch did not build") && text.contains("curves g0 and g2 cross"));
     let done = outcome(&out);
     assert_eq!((done["steps"].as_u64(), done["failed_candidates"].as_u64()), (Some(1), Some(1)), "{done}");
+}
+
+#[test]
+fn a_candidate_drawn_again_in_a_new_body_is_built_in_that_body() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = target_image(&example_path("box"), dir.path());
+    let accept = serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": []}});
+    // A second block apart from the first, in a body of its own: a bow tie first, then drawn right.
+    let apart = serde_json::json!({"stage": "stage1", "answer": {"reason": "a block apart", "body": "B2",
+        "sketches": [{"name": "S2", "on": "XY"}],
+        "command": {"op": "extrude", "profile": "S2", "mode": "add", "extent": {"type": "one_side", "depth": 10}}}});
+    let crossed = serde_json::json!({"stage": "stage2", "answer": {"primitives": [
+        {"type": "line", "start": [0.1, 0.3], "end": [0.3, 0.1]}, {"type": "line", "start": [0.3, 0.1], "end": [0.3, 0.3]},
+        {"type": "line", "start": [0.3, 0.3], "end": [0.1, 0.1]}, {"type": "line", "start": [0.1, 0.1], "end": [0.1, 0.3]}]}});
+    let right = serde_json::json!({"stage": "stage2", "answer": {"primitives": [
+        {"type": "line", "start": [0.1, 0.3], "end": [0.3, 0.3]}, {"type": "line", "start": [0.3, 0.3], "end": [0.3, 0.1]},
+        {"type": "line", "start": [0.3, 0.1], "end": [0.1, 0.1]}, {"type": "line", "start": [0.1, 0.1], "end": [0.1, 0.3]}]}});
+    let end = serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}});
+    let script = dir.path().join("script.jsonl");
+    write_script(&script, &[box_plan(), box_sketch(), accept.clone(), apart, crossed, right, accept, end]);
+    let out = dir.path().join("out");
+    let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let events = trace(&out);
+    let failed: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "execute" && e["ok"] == false)
+        .filter_map(|e| e["error"].as_str())
+        .collect();
+    // Only the bow tie fails; the block drawn right is not refused as a second solid of B1.
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(failed[0].contains("cross each other") && !failed[0].contains("multiple solids"), "{}", failed[0]);
+    let done = outcome(&out);
+    assert_eq!((done["steps"].as_u64(), done["failed_candidates"].as_u64()), (Some(2), Some(1)), "{done}");
+    let program: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+    let ops: Vec<String> = program["commands"]
+        .as_array()
+        .expect("commands")
+        .iter()
+        .map(|c| format!("{}{}", c["op"].as_str().unwrap_or("?"), c["name"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(ops, ["sketchS1", "extrude", "bodyB2", "sketchS2", "extrude", "end"]);
+}
+
+#[test]
+fn a_hole_drawn_across_its_outline_is_moved_inside_and_the_step_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = target_image(&example_path("box"), dir.path());
+    let accept = serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": []}});
+    // The block with a 2 mm hole whose centre sits on its right side (x = 0.7 view units).
+    let mut sketch = box_sketch();
+    sketch["answer"]["primitives"]
+        .as_array_mut()
+        .expect("primitives")
+        .push(serde_json::json!({"type": "circle", "center": [0.7, 0.5], "radius": 0.02}));
+    let end = serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}});
+    let script = dir.path().join("script.jsonl");
+    write_script(&script, &[box_plan(), sketch, accept, end]);
+    let out = dir.path().join("out");
+    let run =
+        reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8"), "--no-fit"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let events = trace(&out);
+    let mended: Vec<&Value> = events.iter().filter(|e| e["event"] == "holes_inside").collect();
+    assert_eq!(mended.len(), 1, "{events:?}");
+    assert_eq!((mended[0]["sketch"].as_str(), mended[0]["circles"].as_u64()), (Some("S1"), Some(1)));
+    let done = outcome(&out);
+    assert_eq!((done["steps"].as_u64(), done["failed_candidates"].as_u64()), (Some(1), Some(0)), "{done}");
+    // The committed hole lies inside the block's right side, its edge clear of it.
+    let program: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+    let primitives = program["commands"][0]["primitives"].as_array().expect("primitives");
+    let xs: Vec<f64> =
+        primitives[..4].iter().flat_map(|l| [l["start"][0].as_f64(), l["end"][0].as_f64()]).flatten().collect();
+    let right = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let hole = &primitives[4];
+    let (x, r) = (hole["center"][0].as_f64().expect("x"), hole["radius"].as_f64().expect("r"));
+    assert!(x + r < right && right - (x + r) < 2.0 * r, "hole at {x} r {r}, side at {right}");
 }

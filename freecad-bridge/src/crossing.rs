@@ -69,6 +69,12 @@ pub fn first_crossing(primitives: &[Primitive]) -> Option<Crossing> {
     None
 }
 
+/// The points along a curve, as this module walks it (an arc or circle at 96 segments a
+/// turn); `None` for construction geometry and for an arc through three points on a line.
+pub fn curve_points(primitive: &Primitive) -> Option<Vec<[f64; 2]>> {
+    polyline(primitive).map(|line| line.points)
+}
+
 /// A curve as points along it, and its own ends (none for a circle).
 struct Polyline {
     points: Vec<[f64; 2]>,

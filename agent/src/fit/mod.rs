@@ -28,6 +28,7 @@
 
 pub mod dimensions;
 pub mod edge_size;
+pub mod inside;
 pub mod path;
 pub mod program;
 pub mod regular;
