@@ -59,6 +59,27 @@ const SMALLEST_BORE_PX: f64 = 2.0;
 /// (pixels' worth): the model's own edges lie on their samples up to the tessellation's chords.
 const OWN_EDGE_PX: f64 = 2.0;
 
+/// The centres of the model's circular edges square to the sketch (their axes along its
+/// normal), in the sketch's coordinates: where a drawn circle may be made concentric
+/// ([`super::regular`]).
+fn circle_centres(on: &Existing<'_>) -> Vec<[f64; 2]> {
+    let n = on.frame.normal;
+    on.state
+        .edges
+        .iter()
+        .filter(|e| e.kind == freecad_bridge::state::EdgeKind::Circle)
+        .filter_map(|e| {
+            let (c, a) = (e.center?, e.axis?);
+            let length = (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt();
+            let along = (a[0] * n[0] + a[1] * n[1] + a[2] * n[2]).abs() / length.max(1e-300);
+            (along > PARALLEL_COS).then(|| on.frame.to_local(c))
+        })
+        .collect()
+}
+
+/// An edge's axis this near the sketch's normal (cosine) is square to the sketch.
+const PARALLEL_COS: f64 = 0.9998;
+
 /// The candidate's render as the fit reads it: its ID buffers, and the model-space polyline
 /// of each edge they name (by index, as [`views::Scene::edges`]).
 #[derive(Debug, Clone, Copy)]
@@ -430,6 +451,7 @@ pub fn propose(
         }
     };
     let model = Model { shapes, frame: on.frame, camera, motion };
+    let centres = circle_centres(&on);
     let px_per_unit = pixels_per_unit(camera);
     let samples = counted_samples(&model, &numbers, &copies, &spans, turns, render, px_per_unit);
     if samples.is_empty() {
@@ -488,8 +510,8 @@ pub fn propose(
     };
     if moves == Moves::Regular {
         // Settled where it is drawn: no number goes to a line.
-        let regular =
-            super::regular::find(&numbers, &numbers, &model.shapes, px_per_unit).filter(|r| r.made().any())?;
+        let regular = super::regular::find(&numbers, &numbers, &model.shapes, px_per_unit, &centres)
+            .filter(|r| r.made().any())?;
         let settled = ties.with_regular(&regular).settle(numbers.clone())?;
         return Some(proposal(&settled, cost(&settled), regular.made()));
     }
@@ -547,7 +569,7 @@ pub fn propose(
     };
     let free = proposal(&best, after_px, Regularised { squared: 0, concentric });
     // The drawing made regular where it is near it, searched again keeping it so.
-    if let Some(regular) = super::regular::find(&numbers, &best, &model.shapes, px_per_unit) {
+    if let Some(regular) = super::regular::find(&numbers, &best, &model.shapes, px_per_unit, &centres) {
         let kept = ties.with_regular(&regular);
         if let Some(start) = kept.settle(best.clone()) {
             let (regular_best, regular_px) = search(&start, &cost, &kept, reach, px_per_unit, moving);

@@ -240,6 +240,7 @@ impl Ties {
         let centre = |c: super::regular::Centre| match c {
             super::regular::Centre::Point(i) => Point::Number(i),
             super::regular::Centre::Arc { a, m, b } => Point::ArcCentre { a, m, b },
+            super::regular::Centre::Fixed(p) => Point::Fixed(p),
         };
         let mut rows = self.rows.clone();
         rows.extend(regular.square.iter().map(|&(a, b, axis)| Row::Square(Point::Number(a), Point::Number(b), axis)));
