@@ -6,6 +6,7 @@ use freecad_bridge::{BridgeError, Command, Preview, RefusalKind, Session};
 use crate::engine::{CandidateFailure, Engine, Turn, kernel};
 use crate::error::LoopError;
 use crate::events::TraceEvent;
+use crate::fit;
 
 impl Engine<'_> {
     /// Execute the sketches and preview the feature; on a failure the document is put back.
@@ -65,6 +66,49 @@ impl Engine<'_> {
                 }))
             }
         }
+    }
+}
+
+/// What the harness has mended in an attempt's failed candidates: each kind once.
+#[derive(Debug, Default)]
+pub(crate) struct Mends {
+    onto_axis: bool,
+    holes_inside: bool,
+}
+
+impl Engine<'_> {
+    /// A failed candidate's drawing mended where it is a near miss the model would only draw
+    /// again: a revolve's profile a hair across its axis put on it ([`fit::onto_axis`]), holes
+    /// across their outline or just outside it moved inside ([`fit::inside`]). True when a
+    /// sketch was mended (the candidate is built again); each kind once per attempt.
+    pub(crate) fn mend(
+        &mut self,
+        reason: &str,
+        sketches: &mut [Sketch],
+        command: &Command,
+        turn: Turn,
+        done: &mut Mends,
+    ) -> Result<bool, LoopError> {
+        let (step, attempt) = (turn.step, turn.attempt);
+        if !done.onto_axis
+            && reason.contains("axis intersects")
+            && let Some((i, sketch, points)) = fit::onto_axis(sketches, command, self.axis_reach())
+        {
+            done.onto_axis = true;
+            self.emit(TraceEvent::OntoAxis { step, attempt, sketch: sketch.name.clone(), points })?;
+            sketches[i] = sketch;
+            return Ok(true);
+        }
+        if !done.holes_inside
+            && (reason.contains("cross each other") || reason.contains("multiple solids"))
+            && let Some((i, sketch, circles)) = fit::inside::holes_inside(sketches, self.point_reach(), self.pixel())
+        {
+            done.holes_inside = true;
+            self.emit(TraceEvent::HolesInside { step, attempt, sketch: sketch.name.clone(), circles })?;
+            sketches[i] = sketch;
+            return Ok(true);
+        }
+        Ok(false)
     }
 }
 

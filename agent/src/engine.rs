@@ -832,8 +832,7 @@ impl Engine<'_> {
         // A sketch whose constraints cannot be solved goes back to Stage 2 with the solver's
         // words (the drawing is at fault, not the plan), up to `max_invalid_answers` times.
         let mut redraws = 0;
-        let mut mended = false;
-        let mut holes_mended = false;
+        let mut mends = crate::candidate::Mends::default();
         // A failed candidate puts the document back as the history left it, which is before
         // the body switch: each try switches again (else a new body's drawn again pads into
         // the old body, "Result has multiple solids", however well drawn).
@@ -849,34 +848,7 @@ impl Engine<'_> {
                 Ok(p) => break (command, p),
                 Err(failure) => failure,
             };
-            if !mended
-                && failure.reason.contains("axis intersects")
-                && let Some((i, sketch, points)) = fit::onto_axis(&sketches, &command, self.axis_reach())
-            {
-                mended = true;
-                self.emit(TraceEvent::OntoAxis {
-                    step: turn.step,
-                    attempt: turn.attempt,
-                    sketch: sketch.name.clone(),
-                    points,
-                })?;
-                sketches[i] = sketch;
-                continue;
-            }
-            if !holes_mended
-                && (failure.reason.contains("cross each other") || failure.reason.contains("multiple solids"))
-                && let Some((i, sketch, circles)) =
-                    fit::inside::holes_inside(&sketches, self.point_reach(), self.pixel())
-            {
-                holes_mended = true;
-                let sketch_name = sketch.name.clone();
-                self.emit(TraceEvent::HolesInside {
-                    step: turn.step,
-                    attempt: turn.attempt,
-                    sketch: sketch_name,
-                    circles,
-                })?;
-                sketches[i] = sketch;
+            if self.mend(&failure.reason, &mut sketches, &command, turn, &mut mends)? {
                 continue;
             }
             let Some(i) = failure.redraw_sketch.filter(|_| redraws < self.config.max_invalid_answers) else {
