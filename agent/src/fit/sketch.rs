@@ -517,9 +517,17 @@ pub fn propose(
         (Feature::Extrude(extrude), Motion::Extrude { depth })
             if !matches!(extrude.extent, Extent::TwoSides { .. }) =>
         {
+            // Each end the picture shows (its counted samples), kept where it is: the base
+            // slid with a depth whose far end is hidden (a block under a later one) would
+            // move a hidden number to fit a seen one.
             let end = if matches!(extrude.extent, Extent::Symmetric { .. }) { 0.5 } else { 1.0 };
+            let seen = |share: f64| {
+                samples
+                    .iter()
+                    .any(|c| matches!(c.sample, Sample::Along { place: Place::Of(s), .. } if (s - share).abs() < 1e-9))
+            };
             let w = slide_vector(&model, &numbers, depth);
-            [w.map(|w| [end * w[0], end * w[1]]), w.map(|w| [-end * w[0], -end * w[1]])]
+            [end, -end].map(|e| w.filter(|_| seen(e)).map(|w| [e * w[0], e * w[1]]))
         }
         _ => [None, None],
     };
