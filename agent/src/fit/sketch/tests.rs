@@ -441,30 +441,6 @@ fn a_depth_read_far_short_is_found_where_the_model_is_lined_up_on_the_targets_mi
 }
 
 #[test]
-fn a_block_read_long_and_lined_up_on_its_top_is_fitted_back_from_its_base() {
-    // The target: a block 30 mm tall. The model's is 32 mm, and the whole picture lined it
-    // up on its top (a lid's many edges outweigh a base's few): its base lies 2 mm' worth
-    // (5 px) beyond the target's. The depth alone moves the top off its lines, and no one
-    // corner moves the base; the depth with the drawing slid along, keeping the top, does.
-    let lines = drawn_box(TRUE, 30.0);
-    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
-    let c = camera();
-    let (a, b) =
-        (c.project(&Point3::origin()).expect("in front"), c.project(&Point3::new(0.0, 0.0, 1.0)).expect("in front"));
-    let shift = [((a.0 - b.0) * 2.0).round() as i64, ((a.1 - b.1) * 2.0).round() as i64];
-    assert!(shift[1].abs() >= 4, "the test lines the block up visibly off: {shift:?}");
-    let align = crate::fit::Alignment { shift, ..still() };
-    let proposal = propose_box_at(TRUE, 32.0, &Picture::of_box(TRUE, 32.0), &target, align).expect("scored");
-    assert!(super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
-    let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
-    assert!((depth_of(&e.extent).expect("depth") - 30.0).abs() < 0.25, "{:?}", e.extent);
-    // Its outline the same size, moved in its plane.
-    let corners = corners_of(&proposal.sketch);
-    let width = (corners[1][0] - corners[0][0]).hypot(corners[1][1] - corners[0][1]);
-    assert!((width - 40.0).abs() < 0.5, "{corners:?}");
-}
-
-#[test]
 fn a_depth_read_short_is_lengthened() {
     let lines = drawn_box(TRUE, 12.0);
     let target = TargetPixels::new(SIZE, lines.clone(), &lines);
