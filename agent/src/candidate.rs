@@ -9,12 +9,14 @@ use crate::events::TraceEvent;
 use crate::fit;
 
 impl Engine<'_> {
-    /// Execute the sketches and preview the feature; on a failure the document is put back.
+    /// Execute the sketches and preview the feature; on a failure the document is put back
+    /// as the attempt began it (the history, then `switch`, the step's body switch).
     /// Constraints the solver drops as redundant are recorded (Stage 3 is told) and left out
     /// of the sketches that will be committed.
     pub(crate) fn candidate(
         &mut self,
         session: &mut Session,
+        switch: Option<&Command>,
         sketches: &mut [Sketch],
         command: &Command,
         turn: Turn,
@@ -39,7 +41,7 @@ impl Engine<'_> {
                 Err(e) => {
                     let name = sketch.name.clone();
                     if i > 0 {
-                        self.rollback(session)?;
+                        self.rollback_in_body(session, switch)?;
                     }
                     let unsolvable = matches!(&e, BridgeError::Command { kind: RefusalKind::Unsolvable, .. });
                     return Ok(Err(CandidateFailure {
@@ -55,7 +57,7 @@ impl Engine<'_> {
             Ok(p) => Ok(Ok(p)),
             Err(e) => {
                 if !sketches.is_empty() {
-                    self.rollback(session)?;
+                    self.rollback_in_body(session, switch)?;
                 }
                 // A profile whose curves cross each other is the drawing's fault, which
                 // FreeCAD's words do not name: the sketch is drawn again, told where.

@@ -833,18 +833,8 @@ impl Engine<'_> {
         // words (the drawing is at fault, not the plan), up to `max_invalid_answers` times.
         let mut redraws = 0;
         let mut mends = crate::candidate::Mends::default();
-        // A failed candidate puts the document back as the history left it, which is before
-        // the body switch: each try switches again (else a new body's drawn again pads into
-        // the old body, "Result has multiple solids", however well drawn).
-        let in_body = session.state().active_body.clone();
         let (command, preview) = loop {
-            if let Some(c) = &switch
-                && session.state().active_body != in_body
-                && let Err(e) = kernel(&mut self.timing, session, |s| s.execute(c))
-            {
-                return self.failed_candidate(turn, e.to_string());
-            }
-            let failure = match self.candidate(session, &mut sketches, &command, turn)? {
+            let failure = match self.candidate(session, switch.as_ref(), &mut sketches, &command, turn)? {
                 Ok(p) => break (command, p),
                 Err(failure) => failure,
             };

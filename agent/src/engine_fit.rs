@@ -83,14 +83,11 @@ impl Engine<'_> {
         command: &Command,
         turn: Turn,
     ) -> Result<Result<Preview, crate::engine::CandidateFailure>, LoopError> {
-        self.rollback(session)?;
-        if let Some(switch) = switch {
-            kernel(&mut self.timing, session, |s| s.execute(switch))?;
-        }
+        self.rollback_in_body(session, switch)?;
         // The fitted sketches are the solved ones, which the solver's drops already left out:
         // what Stage 3 is told it dropped is the drawing's.
         let dropped = std::mem::take(&mut self.dropped);
-        let built = self.candidate(session, &mut sketches.to_vec(), command, turn);
+        let built = self.candidate(session, switch, &mut sketches.to_vec(), command, turn);
         self.dropped = dropped;
         built
     }
@@ -98,22 +95,18 @@ impl Engine<'_> {
     /// How far across its axis a revolve's profile may be put back on it: [`fit::sketch::AXIS_REACH_PX`]
     /// for a point, in model units at the views' scale.
     pub(crate) fn axis_reach(&self) -> f64 {
-        fit::sketch::AXIS_REACH_PX / self.px_per_unit()
+        fit::sketch::AXIS_REACH_PX * self.pixel()
     }
 
     /// How far the fit may move a point (model units): what a hole crossing its outline may
     /// be moved to go inside ([`fit::inside`]).
     pub(crate) fn point_reach(&self) -> f64 {
-        fit::sketch::POINT_REACH_PX / self.px_per_unit()
+        fit::sketch::POINT_REACH_PX * self.pixel()
     }
 
     /// One pixel of the views, in model units.
     pub(crate) fn pixel(&self) -> f64 {
-        1.0 / self.px_per_unit()
-    }
-
-    fn px_per_unit(&self) -> f64 {
-        f64::from(self.config.view_size) * views::PREVIEW_FILL / 2.0 / self.sphere.radius
+        2.0 * self.sphere.radius / (f64::from(self.config.view_size) * views::PREVIEW_FILL)
     }
 
     /// Remember a committed feature the step's fit moved, as the model drew it (the history

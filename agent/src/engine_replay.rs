@@ -22,6 +22,21 @@ impl Engine<'_> {
         }
     }
 
+    /// [`Engine::rollback`], then the attempt's body switch again (`switch`): a candidate
+    /// tried again after a failure is built in the body its step works in (a new body's
+    /// drawing built in the old one fails "Result has multiple solids", however well drawn).
+    pub(crate) fn rollback_in_body(
+        &mut self,
+        session: &mut Session,
+        switch: Option<&Command>,
+    ) -> Result<(), LoopError> {
+        self.rollback(session)?;
+        if let Some(switch) = switch {
+            kernel(&mut self.timing, session, |s| s.execute(switch))?;
+        }
+        Ok(())
+    }
+
     /// The evaluation's edit on the program just built fresh in `session` (`commands`): every
     /// extrusion depth 10% longer, recomputed. A program whose sketches hold only at the
     /// current depths (a length between two corners the edit moves apart) scores nothing

@@ -8,6 +8,16 @@ mod common;
 use common::{box_plan, box_sketch, example_path, outcome, reconstruct, target_image, trace, write_script};
 use serde_json::Value;
 
+/// The errors of the candidates that failed, in order.
+fn failed_executions(events: &[Value]) -> Vec<&str> {
+    events.iter().filter(|e| e["event"] == "execute" && e["ok"] == false).filter_map(|e| e["error"].as_str()).collect()
+}
+
+/// The run's program.json.
+fn program_of(out: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json")
+}
+
 /// A hole drawn beside the block, not in it: the cut removes nothing and FreeCAD's error
 /// goes back to Stage 1, every attempt.
 fn missed_hole() -> [Value; 2] {
@@ -69,8 +79,7 @@ fn a_step_no_candidate_gets_through_is_set_aside_and_the_model_is_told() {
     assert!(told[0].contains("(step 3 of at most 25)") && told[0].contains("removed no material"), "{}", told[0]);
     assert!(stage1.last().expect("END's request").contains("(step 4 of at most 25)"));
     // The model is the block with the one hole.
-    let program: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+    let program = program_of(&out);
     let ops: Vec<&str> =
         program["commands"].as_array().expect("commands").iter().filter_map(|c| c["op"].as_str()).collect();
     assert_eq!(ops, ["sketch", "extrude", "sketch", "extrude", "end"]);
@@ -127,11 +136,7 @@ fn a_drawing_whose_curves_cross_is_drawn_again_told_which_curves() {
     let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let events = trace(&out);
-    let failed: Vec<&str> = events
-        .iter()
-        .filter(|e| e["event"] == "execute" && e["ok"] == false)
-        .filter_map(|e| e["error"].as_str())
-        .collect();
+    let failed = failed_executions(&events);
     assert_eq!(failed.len(), 1, "{events:?}");
     assert!(
         failed[0].contains("in sketch S1, curves g0 and g2 cross each other 50% of the way along g0"),
@@ -170,18 +175,13 @@ fn a_candidate_drawn_again_in_a_new_body_is_built_in_that_body() {
     let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let events = trace(&out);
-    let failed: Vec<&str> = events
-        .iter()
-        .filter(|e| e["event"] == "execute" && e["ok"] == false)
-        .filter_map(|e| e["error"].as_str())
-        .collect();
+    let failed = failed_executions(&events);
     // Only the bow tie fails; the block drawn right is not refused as a second solid of B1.
     assert_eq!(failed.len(), 1, "{failed:?}");
     assert!(failed[0].contains("cross each other") && !failed[0].contains("multiple solids"), "{}", failed[0]);
     let done = outcome(&out);
     assert_eq!((done["steps"].as_u64(), done["failed_candidates"].as_u64()), (Some(2), Some(1)), "{done}");
-    let program: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+    let program = program_of(&out);
     let ops: Vec<String> = program["commands"]
         .as_array()
         .expect("commands")
@@ -216,8 +216,7 @@ fn a_hole_drawn_across_its_outline_is_moved_inside_and_the_step_goes_on() {
     let done = outcome(&out);
     assert_eq!((done["steps"].as_u64(), done["failed_candidates"].as_u64()), (Some(1), Some(0)), "{done}");
     // The committed hole lies inside the block's right side, its edge clear of it.
-    let program: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+    let program = program_of(&out);
     let primitives = program["commands"][0]["primitives"].as_array().expect("primitives");
     let xs: Vec<f64> =
         primitives[..4].iter().flat_map(|l| [l["start"][0].as_f64(), l["end"][0].as_f64()]).flatten().collect();

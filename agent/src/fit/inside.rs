@@ -24,9 +24,9 @@ const TRIES: usize = 4;
 
 /// A sketch's holes moved inside: which sketch, the mended sketch and how many circles moved.
 /// Only circles whose centre moves at most `reach` (model units) plus their diameter are
-/// moved, each edge left at least `least_margin` inside; `None` when no sketch has such a circle, or one crossing its outline cannot be put
-/// inside within that (then the drawing is not a near miss, and the model hears FreeCAD's
-/// words).
+/// moved, each edge left at least `least_margin` inside; `None` when no sketch has such a
+/// circle, or one crossing its outline cannot be put inside within that (then the drawing is
+/// not a near miss, and the model hears FreeCAD's words).
 pub fn holes_inside(sketches: &[Sketch], reach: f64, least_margin: f64) -> Option<(usize, Sketch, usize)> {
     sketches.iter().enumerate().find_map(|(i, sketch)| {
         let (mended, moved) = mend(sketch, reach, least_margin)?;
@@ -47,9 +47,9 @@ fn mend(sketch: &Sketch, reach: f64, least_margin: f64) -> Option<(Sketch, usize
     // The outline: every curve but the circles; a disc's outline is its widest circle.
     let mut outline: Vec<Vec<[f64; 2]>> =
         sketch.primitives.iter().filter(|p| !matches!(p, Primitive::Circle { .. })).filter_map(curve_points).collect();
-    let widest = circles.iter().max_by(|a, b| a.2.total_cmp(&b.2)).map(|c| c.0);
     if outline.is_empty() {
-        outline.push(curve_points(&sketch.primitives[widest?])?);
+        let widest = circles.iter().max_by(|a, b| a.2.total_cmp(&b.2))?.0;
+        outline.push(curve_points(&sketch.primitives[widest])?);
     }
     let segments: Vec<([f64; 2], [f64; 2])> =
         outline.iter().flat_map(|line| line.windows(2).map(|w| (w[0], w[1]))).collect();

@@ -12,7 +12,7 @@
 //! and keeps it only when the real render agrees better ([`super::agreement`]).
 
 use freecad_bridge::command::{Extent, Extrude, Primitive, Sketch};
-use freecad_bridge::geometry::circumcircle;
+use freecad_bridge::geometry::{circumcircle, dot, unit};
 use freecad_bridge::state::Frame;
 use nalgebra::{Point3, Vector3};
 use views::{Camera, IdBuffers, NO_ENTITY};
@@ -69,10 +69,8 @@ fn circle_centres(on: &Existing<'_>) -> Vec<[f64; 2]> {
         .iter()
         .filter(|e| e.kind == freecad_bridge::state::EdgeKind::Circle)
         .filter_map(|e| {
-            let (c, a) = (e.center?, e.axis?);
-            let length = (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]).sqrt();
-            let along = (a[0] * n[0] + a[1] * n[1] + a[2] * n[2]).abs() / length.max(1e-300);
-            (along > PARALLEL_COS).then(|| on.frame.to_local(c))
+            let (c, a) = (e.center?, unit(e.axis?)?);
+            (dot(a, n).abs() > PARALLEL_COS).then(|| on.frame.to_local(c))
         })
         .collect()
 }
