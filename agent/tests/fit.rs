@@ -203,19 +203,28 @@ fn a_tubes_walls_drawn_thin_are_measured_to_the_targets_at_end() {
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
         out
     };
-    // Each wall's width over the outline's half-width on its axis (the target's: 3/20, 3/15).
+    // Each wall's width over the outline's half-width on its axis (the target's: 3/20, 3/15),
+    // on the outline's right, top, left and bottom: each side against the inner one beside
+    // it (the fit may move the whole tube in its plane).
     let walls = |out: &Path| -> Vec<f64> {
         let program: Value =
             serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
         let lines = program["commands"][0]["primitives"].as_array().expect("primitives").clone();
-        let point = |k: usize| -> [f64; 2] {
-            let p = &lines[k]["start"];
-            [p[0].as_f64().expect("x"), p[1].as_f64().expect("y")]
+        let extent = |loop_: std::ops::Range<usize>, axis: usize| -> (f64, f64) {
+            let values: Vec<f64> = loop_.map(|k| lines[k]["start"][axis].as_f64().expect("a coordinate")).collect();
+            (
+                values.iter().copied().fold(f64::INFINITY, f64::min),
+                values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            )
         };
-        let (outer, inner) = (point(2), point(6));
-        let [ox, oy] = [outer[0].abs(), outer[1].abs()];
-        let (a, b) = (point(4), point(6));
-        vec![(ox - a[0].abs()) / ox, (oy - a[1].abs()) / oy, (ox - b[0].abs()) / ox, (oy - inner[1].abs()) / oy]
+        let (outer, inner) = ([extent(0..4, 0), extent(0..4, 1)], [extent(4..8, 0), extent(4..8, 1)]);
+        let half = [(outer[0].1 - outer[0].0) / 2.0, (outer[1].1 - outer[1].0) / 2.0];
+        vec![
+            (outer[0].1 - inner[0].1) / half[0],
+            (outer[1].1 - inner[1].1) / half[1],
+            (inner[0].0 - outer[0].0) / half[0],
+            (inner[1].0 - outer[1].0) / half[1],
+        ]
     };
     let unfitted = run("unfitted", &["--no-fit"]);
     let fitted = run("fitted", &[]);

@@ -469,7 +469,7 @@ fn fit_feature(
         sketch::Render { ids: &before.ids, edges: &before.edge_lines },
         before.alignment(),
         target,
-        sketch::Moves::Fit,
+        if solid_features(current) == 1 { sketch::Moves::Whole } else { sketch::Moves::Fit },
     ) else {
         return Ok(None);
     };
@@ -751,6 +751,16 @@ fn fit_walls(
         describe_changes(&mut report, sketch, solved, &current.commands[k], &after.solved.commands[k]);
     }
     Ok(Some((report, Some(after))))
+}
+
+/// How many of the program's commands make or remove solid (a fillet or chamfer only rounds
+/// one).
+fn solid_features(program: &Program) -> usize {
+    program
+        .commands
+        .iter()
+        .filter(|c| matches!(c, Command::Extrude(_) | Command::Revolve(_) | Command::Sweep(_) | Command::Loft(_)))
+        .count()
 }
 
 /// A bore is kept this many pixels inside its pipe ([`fit_feature`]).

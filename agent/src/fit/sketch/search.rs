@@ -10,6 +10,13 @@ use crate::fit::ties::Ties;
 pub(super) struct Moving {
     pub(super) points: bool,
     pub(super) depth: bool,
+    /// Where the depth moves, the drawing slid with it so that one end of the extrusion stays
+    /// where the picture shows it: per unit of the depth factor, how far the drawing moves in
+    /// its plane (the move that looks on the picture like the depth's own). One view cannot
+    /// tell a base moved along that direction from a longer extrusion: a simulated reader's U
+    /// channel read 2.8% long was lined up on its top, and its base lay 2.3 px off where
+    /// neither the depth nor any one point could move it without moving the top off as well.
+    pub(super) slides: [Option<[f64; 2]>; 2],
     /// The depth factor the depth's reach is about ([`depth::coarse_depth`]; else the model's, 1).
     pub(super) depth_about: f64,
 }
@@ -78,7 +85,8 @@ pub(super) fn search(
             Coordinate::Point(..) => (origin - reach, origin + reach, 1.0 / px_per_unit),
         }
     };
-    search_over(start, &coordinates, &bounds, cost, ties)
+    let slides: Vec<[f64; 2]> = if moves.depth { moves.slides.iter().flatten().copied().collect() } else { Vec::new() };
+    search_with_slides(start, &coordinates, &slides, &bounds, cost, ties)
 }
 
 /// [`search`] over the numbers `coordinates`, each within `bounds` (lowest, highest, and
@@ -90,11 +98,25 @@ pub(in crate::fit) fn search_over(
     cost: &dyn Fn(&Numbers) -> f64,
     ties: &Ties,
 ) -> (Numbers, f64) {
+    search_with_slides(start, coordinates, &[], bounds, cost, ties)
+}
+
+/// [`search_over`], each round also trying the depth with the drawing slid along
+/// (`slides`, see [`Moving::slides`]).
+fn search_with_slides(
+    start: &Numbers,
+    coordinates: &[Coordinate],
+    slides: &[[f64; 2]],
+    bounds: &dyn Fn(Coordinate) -> (f64, f64, f64),
+    cost: &dyn Fn(&Numbers) -> f64,
+    ties: &Ties,
+) -> (Numbers, f64) {
     let mut held: Vec<Coordinate> = Vec::new();
     let mut best = start.clone();
     for _ in 0..3 {
         let free: Vec<Coordinate> = coordinates.iter().copied().filter(|c| !held.contains(c)).collect();
-        best = pattern_search(best, &free, bounds, cost, ties);
+        let slides = if held.contains(&Coordinate::Depth) { &[][..] } else { slides };
+        best = pattern_search(best, &free, slides, bounds, cost, ties);
         let at_edge: Vec<Coordinate> = free
             .into_iter()
             .filter(|&c| {
@@ -121,6 +143,7 @@ pub(in crate::fit) fn search_over(
 fn pattern_search(
     mut best: Numbers,
     free: &[Coordinate],
+    slides: &[[f64; 2]],
     bounds: &dyn Fn(Coordinate) -> (f64, f64, f64),
     cost: &dyn Fn(&Numbers) -> f64,
     ties: &Ties,
@@ -141,6 +164,27 @@ fn pattern_search(
                 let mut candidate = best.clone();
                 c.set(&mut candidate, v);
                 // The move, and all that the drawing's constraints tie to it.
+                let Some(candidate) = ties.settle(candidate) else { continue };
+                let k = cost(&candidate);
+                if k < best_cost - 1e-9 {
+                    best = candidate;
+                    best_cost = k;
+                    moved = true;
+                    break;
+                }
+            }
+        }
+        for slide in slides {
+            let (lo, hi, pixel) = bounds(Coordinate::Depth);
+            for direction in [1.0, -1.0] {
+                let by = direction * step_px * pixel;
+                let depth = best.depth_scale - by;
+                if depth < lo || depth > hi {
+                    continue;
+                }
+                let mut candidate = best.clone();
+                candidate.depth_scale = depth;
+                candidate.points.iter_mut().for_each(|p| *p = [p[0] + by * slide[0], p[1] + by * slide[1]]);
                 let Some(candidate) = ties.settle(candidate) else { continue };
                 let k = cost(&candidate);
                 if k < best_cost - 1e-9 {

@@ -183,7 +183,7 @@ fn a_sample_counts_only_on_its_own_edge_not_on_another_drawn_over_it() {
 /// The fit of a box pad on XY (profile `drawn`, `depth` deep), its render `picture`, seen
 /// by the test camera against `target`.
 fn propose_box(drawn: [[f64; 2]; 4], depth: f64, picture: &Picture, target: &TargetPixels) -> Option<Proposal> {
-    propose_box_at(drawn, depth, picture, target, still())
+    propose_box_at(drawn, depth, picture, target, still(), Moves::Fit)
 }
 
 /// [`propose_box`], the picture lined up on the target by `align`.
@@ -193,19 +193,11 @@ fn propose_box_at(
     picture: &Picture,
     target: &TargetPixels,
     align: crate::fit::Alignment,
+    moves: Moves,
 ) -> Option<Proposal> {
     let pad = Feature::Extrude(pad(depth));
     let render = picture.render();
-    propose(
-        &rectangle("S1", drawn),
-        &pad,
-        on(&ModelState::empty(), &xy()),
-        &camera(),
-        render,
-        align,
-        target,
-        Moves::Fit,
-    )
+    propose(&rectangle("S1", drawn), &pad, on(&ModelState::empty(), &xy()), &camera(), render, align, target, moves)
 }
 
 pub(crate) fn ids_of(mask: &[bool]) -> IdBuffers {
@@ -434,10 +426,39 @@ fn a_depth_read_far_short_is_found_where_the_model_is_lined_up_on_the_targets_mi
     let shift = [((b.0 - a.0) * half).round() as i64, ((b.1 - a.1) * half).round() as i64];
     assert!(shift[1].abs() >= 4, "the test lines the block up visibly off: {shift:?}");
     let align = crate::fit::Alignment { shift, ..still() };
-    let proposal = propose_box_at(TRUE, 7.2, &Picture::of_box(TRUE, 7.2), &target, align).expect("scored");
+    let proposal = propose_box_at(TRUE, 7.2, &Picture::of_box(TRUE, 7.2), &target, align, Moves::Fit).expect("scored");
     assert!(super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
     let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
     assert!((depth_of(&e.extent).expect("depth") - 12.0).abs() < 1.0, "{:?}", e.extent);
+}
+
+#[test]
+fn a_block_read_long_and_lined_up_on_its_top_is_fitted_back_from_its_base() {
+    // The target: a block 30 mm tall. The model's is 32 mm, and the whole picture lined it
+    // up on its top (a lid's many edges outweigh a base's few): its base lies 2 mm' worth
+    // (5 px) beyond the target's. The depth alone moves the top off its lines, and no one
+    // corner moves the base; the depth with the drawing slid along, keeping the top, does.
+    let lines = drawn_box(TRUE, 30.0);
+    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+    let c = camera();
+    let (a, b) =
+        (c.project(&Point3::origin()).expect("in front"), c.project(&Point3::new(0.0, 0.0, 1.0)).expect("in front"));
+    let shift = [((a.0 - b.0) * 2.0).round() as i64, ((a.1 - b.1) * 2.0).round() as i64];
+    assert!(shift[1].abs() >= 4, "the test lines the block up visibly off: {shift:?}");
+    let align = crate::fit::Alignment { shift, ..still() };
+    let proposal =
+        propose_box_at(TRUE, 32.0, &Picture::of_box(TRUE, 32.0), &target, align, Moves::Whole).expect("scored");
+    assert!(super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
+    let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
+    assert!((depth_of(&e.extent).expect("depth") - 30.0).abs() < 0.25, "{:?}", e.extent);
+    // Its outline the same size, moved in its plane.
+    let corners = corners_of(&proposal.sketch);
+    let width = (corners[1][0] - corners[0][0]).hypot(corners[1][1] - corners[0][1]);
+    assert!((width - 40.0).abs() < 0.5, "{corners:?}");
+    // Under other features (Moves::Fit) the drawing is not slid, and the depth stays off.
+    let under = propose_box_at(TRUE, 32.0, &Picture::of_box(TRUE, 32.0), &target, align, Moves::Fit).expect("scored");
+    let Feature::Extrude(e) = under.feature else { panic!("an extrusion") };
+    assert!((depth_of(&e.extent).expect("depth") - 30.0).abs() > 0.4, "{:?}", e.extent);
 }
 
 #[test]

@@ -1,0 +1,174 @@
+//! Walls the drawing has stay walls: two about parallel lines of the drawing, drawn side by
+//! side some pixels apart (a tube's inner and outer outline, a tray's rim), are kept apart
+//! on the side they were drawn: a wide wall at least [`MEASURED_PX`], a narrow one at least
+//! [`KEPT_SHARE`] of its drawn width.
+//!
+//! The fit's cost is one-sided (the candidate's edges to the target's lines), so a wall drawn
+//! thinner than the target's has its inner line pulled onto the nearest line, the outline's.
+//! A wall that goes to nothing changes the part's structure (a tube becomes a sliver that
+//! barely holds, or an invalid solid), and a wall the picture draws as one line is one the
+//! wall measurement at END ([`crate::fit::wall`]) cannot read against the target's two lines.
+//! A simulated reader's square tube (test100 00141107) had two walls pulled onto its outline
+//! (IoU 0.725); kept apart, they were measured (0.863).
+
+use super::{Numbers, Shape};
+
+/// A wall drawn at least this wide (pixels of the outline) is kept apart; a narrower one is
+/// a reader's double line, not a wall.
+pub(super) const LEAST_PX: f64 = 3.0;
+/// A wall may thin to this (pixels of the outline; foreshortened, about two of
+/// [`crate::fit::thickness`]'s distinct lines' widths on the picture), where the measurement at
+/// END still reads it ...
+pub(super) const MEASURED_PX: f64 = 5.0;
+/// ... and a narrower one to this share of its drawn width.
+const KEPT_SHARE: f64 = 0.75;
+/// Two lines are one wall's sides when the sine of the angle between them is at most this
+/// (6 degrees) ...
+const MAX_SKEW: f64 = 0.1;
+/// ... and each runs beside the other over at least this share of the shorter one.
+const MIN_OVERLAP: f64 = 0.3;
+
+/// The drawing's walls: pairs of lines (their points' indices) and their sides as drawn.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Apart {
+    /// Line `a` (two point indices), line `b`, the sign of `b`'s side of `a` as drawn, and
+    /// the least width the wall keeps (model units).
+    walls: Vec<([usize; 2], [usize; 2], f64, f64)>,
+}
+
+impl Apart {
+    /// The walls of the drawing `n` (its lines in `shapes`), `px_per_unit` pixels of the
+    /// outline to its units.
+    pub(super) fn of(n: &Numbers, shapes: &[(usize, Shape)], px_per_unit: f64) -> Apart {
+        let (least, measured) = (LEAST_PX / px_per_unit, MEASURED_PX / px_per_unit);
+        let lines: Vec<[usize; 2]> = shapes
+            .iter()
+            .filter_map(|(_, s)| match *s {
+                Shape::Line { a, b } if a != b => Some([a, b]),
+                _ => None,
+            })
+            .collect();
+        let mut walls = Vec::new();
+        for (i, &p) in lines.iter().enumerate() {
+            for &q in &lines[i + 1..] {
+                if p.iter().any(|k| q.contains(k)) {
+                    continue;
+                }
+                let Some(side) = side_by_side(n, p, q) else { continue };
+                if side.abs() >= least {
+                    walls.push((p, q, side.signum(), (side.abs() * KEPT_SHARE).min(measured)));
+                }
+            }
+        }
+        Apart { walls }
+    }
+
+    /// Whether every wall of the drawing is still at least its least width wide, on its side
+    /// as drawn.
+    pub(super) fn kept(&self, n: &Numbers) -> bool {
+        self.walls.iter().all(|&(p, q, sign, least)| offset(n, p, q).is_some_and(|d| d * sign >= least))
+    }
+}
+
+/// The signed distance of line `q`'s middle from line `p` (positive on `p`'s left), where
+/// the two are about parallel and run beside each other.
+fn side_by_side(n: &Numbers, p: [usize; 2], q: [usize; 2]) -> Option<f64> {
+    let (a, b) = (n.points[p[0]], n.points[p[1]]);
+    let (c, d) = (n.points[q[0]], n.points[q[1]]);
+    let u = [b[0] - a[0], b[1] - a[1]];
+    let v = [d[0] - c[0], d[1] - c[1]];
+    let (lu, lv) = (u[0].hypot(u[1]), v[0].hypot(v[1]));
+    if lu <= 0.0 || lv <= 0.0 || (u[0] * v[1] - u[1] * v[0]).abs() > MAX_SKEW * lu * lv {
+        return None;
+    }
+    // Along p: where q's ends fall, against p's own 0..lu.
+    let along = |x: [f64; 2]| ((x[0] - a[0]) * u[0] + (x[1] - a[1]) * u[1]) / lu;
+    let (s, t) = (along(c), along(d));
+    let overlap = s.max(t).min(lu) - s.min(t).max(0.0);
+    if overlap < MIN_OVERLAP * lu.min(lv) {
+        return None;
+    }
+    offset(n, p, q)
+}
+
+/// The signed distance of line `q`'s middle from the line through `p`.
+fn offset(n: &Numbers, p: [usize; 2], q: [usize; 2]) -> Option<f64> {
+    let (a, b) = (n.points[p[0]], n.points[p[1]]);
+    let m = [(n.points[q[0]][0] + n.points[q[1]][0]) / 2.0, (n.points[q[0]][1] + n.points[q[1]][1]) / 2.0];
+    let u = [b[0] - a[0], b[1] - a[1]];
+    let l = u[0].hypot(u[1]);
+    (l > 0.0).then(|| (u[0] * (m[1] - a[1]) - u[1] * (m[0] - a[0])) / l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rectangle(n: &mut Numbers, shapes: &mut Vec<(usize, Shape)>, x: f64, y: f64) {
+        let first = n.points.len();
+        n.points.extend([[-x, -y], [x, -y], [x, y], [-x, y]]);
+        for k in 0..4 {
+            shapes.push((shapes.len(), Shape::Line { a: first + k, b: first + (k + 1) % 4 }));
+        }
+    }
+
+    fn tube(wall: f64) -> (Numbers, Vec<(usize, Shape)>) {
+        let mut n = Numbers { points: Vec::new(), radii: Vec::new(), depth_scale: 1.0 };
+        let mut shapes = Vec::new();
+        rectangle(&mut n, &mut shapes, 20.0, 15.0);
+        rectangle(&mut n, &mut shapes, 20.0 - wall, 15.0 - wall);
+        (n, shapes)
+    }
+
+    #[test]
+    fn a_tubes_four_walls_are_found_and_kept_from_going_to_nothing() {
+        // 2 px to the unit: walls from 1.5 units are walls, and thin to 2.5 at most.
+        let (n, shapes) = tube(2.0);
+        let apart = Apart::of(&n, &shapes, 2.0);
+        // Each side of the inner square against the outer side beside it (the opposite sides
+        // are 26 and 36 apart: walls too, but never near closing).
+        assert!(apart.walls.len() >= 4, "{:?}", apart.walls);
+        assert!(apart.kept(&n));
+        // The inner square's right side moved onto the outer one's: the wall is gone.
+        let mut closed = n.clone();
+        closed.points[5][0] = 19.9;
+        closed.points[6][0] = 19.9;
+        assert!(!apart.kept(&closed));
+        // Moved out through it: the wall is on the wrong side.
+        closed.points[5][0] = 21.0;
+        closed.points[6][0] = 21.0;
+        assert!(!apart.kept(&closed));
+        // Thinned by a fifth: kept; by more than a quarter: not.
+        let mut thinner = n.clone();
+        thinner.points[5][0] = 18.4;
+        thinner.points[6][0] = 18.4;
+        assert!(apart.kept(&thinner));
+        thinner.points[5][0] = 18.6;
+        thinner.points[6][0] = 18.6;
+        assert!(!apart.kept(&thinner));
+        // A wide wall thins to what the measurement still reads, and no further.
+        let (n, shapes) = tube(8.0);
+        let apart = Apart::of(&n, &shapes, 2.0);
+        let mut thinner = n.clone();
+        thinner.points[5][0] = 17.0;
+        thinner.points[6][0] = 17.0;
+        assert!(apart.kept(&thinner));
+        thinner.points[5][0] = 18.0;
+        thinner.points[6][0] = 18.0;
+        assert!(!apart.kept(&thinner));
+    }
+
+    #[test]
+    fn a_wall_drawn_thinner_than_the_least_and_lines_end_to_end_are_not_walls() {
+        let (n, shapes) = tube(0.8);
+        let apart = Apart::of(&n, &shapes, 2.0);
+        // Only the opposite sides' walls (26 and 36 wide) are walls; the 0.8 ones are not.
+        for &(p, q, _, _) in &apart.walls {
+            assert!(offset(&n, p, q).expect("a line").abs() > 10.0, "{:?}", apart.walls);
+        }
+        // Two lines end to end along one side (a split line) are not a wall either.
+        let n = Numbers { points: vec![[0.0, 0.0], [10.0, 0.0], [20.0, 0.0]], radii: Vec::new(), depth_scale: 1.0 };
+        let shapes = vec![(0, Shape::Line { a: 0, b: 1 }), (1, Shape::Line { a: 1, b: 2 })];
+        assert!(Apart::of(&n, &shapes, 2.0).walls.is_empty());
+    }
+}
