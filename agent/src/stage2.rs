@@ -73,6 +73,7 @@ impl Engine<'_> {
             .value("grid_viewer", axis_name(towards_viewer(&meta)))
             .value("model_to_view", model_to_view(&meta))
             .value("view_to_model", view_to_model(&meta))
+            .value("worked_example", worked_example(&meta))
             .value("feedback_text", crate::stage1::feedback_text(feedback))
             .flag("feedback", !feedback.is_empty());
         let mut context = self.context(&state);
@@ -140,6 +141,39 @@ pub(crate) fn model_to_view(meta: &SketchMeta) -> String {
         }
     };
     format!("{}, {}", formula("x", meta.view_to_world.x_step), formula("y", meta.view_to_world.y_step))
+}
+
+/// A worked example of [`model_to_view`]: the model point at the view point (0.1, 0.9), where
+/// a grid about the origin has coordinates below zero, on a plane along the model's axes put
+/// on whole mm (tenths for a grid under 20 mm): `the model point (X, Y, Z) = (-42, 0, -38)
+/// lies at (x, y) = (0.0999, 0.8999)`. Two relay readers of four converted a negative
+/// coordinate with its sign slipped (-52.1 mm written 0.0290 for -0.0210), each costing a
+/// candidate.
+pub(crate) fn worked_example(meta: &SketchMeta) -> String {
+    let map = meta.view_to_world;
+    let mut point: [f64; 3] = std::array::from_fn(|k| map.origin[k] + 0.1 * map.x_step[k] + 0.9 * map.y_step[k]);
+    let along = |step: [f64; 3]| {
+        let size = step.iter().map(|c| c * c).sum::<f64>().sqrt();
+        (0..3).find(|&k| (step[k].abs() - size).abs() < 1e-9 * size.max(1.0))
+    };
+    if let (Some(i), Some(j)) = (along(map.x_step), along(map.y_step)) {
+        let unit = if meta.window.size < 20.0 { 0.1 } else { 1.0 };
+        for k in [i, j] {
+            point[k] = (point[k] / unit).round() * unit;
+        }
+    }
+    let view = |step: [f64; 3]| {
+        let len2: f64 = step.iter().map(|c| c * c).sum();
+        (0..3).map(|k| (point[k] - map.origin[k]) * step[k]).sum::<f64>() / len2
+    };
+    format!(
+        "the model point (X, Y, Z) = ({}, {}, {}) lies at (x, y) = ({:.4}, {:.4})",
+        trim(point[0]),
+        trim(point[1]),
+        trim(point[2]),
+        view(map.x_step),
+        view(map.y_step)
+    )
 }
 
 /// The view's own map, read the other way: the model point of view point (x, y), one formula
@@ -434,6 +468,18 @@ mod tests {
         assert_eq!(view_to_model(&inclined), "X = 100 y, Y = 60 x, Z = 80 x");
         let negative = meta([0.0, 0.0, 0.0], [-100.0, 0.0, 0.0], [0.0, 0.0, 100.0]);
         assert_eq!(view_to_model(&negative), "X = -100 x, Y = 0, Z = 100 y");
+        // A worked example, on whole mm, below zero where the grid is about the origin; its
+        // view point is the one the formulas give (x = 0.5199 - 42/100, y = 0.5199 + 38/100).
+        assert_eq!(worked_example(&xz), "the model point (X, Y, Z) = (-42, 0, -38) lies at (x, y) = (0.0999, 0.8999)");
+        assert_eq!(
+            worked_example(&negative),
+            "the model point (X, Y, Z) = (-10, 0, 90) lies at (x, y) = (0.1000, 0.9000)"
+        );
+        // An inclined plane's point is not rounded off its plane.
+        assert_eq!(
+            worked_example(&inclined),
+            "the model point (X, Y, Z) = (90, 6, 8) lies at (x, y) = (0.1000, 0.9000)"
+        );
     }
 
     #[test]
