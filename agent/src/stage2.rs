@@ -114,10 +114,8 @@ impl Engine<'_> {
 pub(crate) fn model_to_view(meta: &SketchMeta) -> String {
     let origin = meta.view_to_world.origin;
     let formula = |name: &str, step: [f64; 3]| {
-        let len2: f64 = step.iter().map(|c| c * c).sum();
-        let size = len2.sqrt();
-        let axis = (0..3).find(|&k| (step[k].abs() - size).abs() < 1e-9 * size.max(1.0));
-        match axis {
+        let size = step.iter().map(|c| c * c).sum::<f64>().sqrt();
+        match model_axis(step) {
             Some(k) => {
                 let sign = step[k].signum();
                 let offset = -sign * origin[k] / size;
@@ -143,6 +141,12 @@ pub(crate) fn model_to_view(meta: &SketchMeta) -> String {
     format!("{}, {}", formula("x", meta.view_to_world.x_step), formula("y", meta.view_to_world.y_step))
 }
 
+/// The model axis (0, 1, 2 for X, Y, Z) a grid step runs along, where it runs along one.
+fn model_axis(step: [f64; 3]) -> Option<usize> {
+    let size = step.iter().map(|c| c * c).sum::<f64>().sqrt();
+    (0..3).find(|&k| (step[k].abs() - size).abs() < 1e-9 * size.max(1.0))
+}
+
 /// A worked example of [`model_to_view`]: the model point at the view point (0.1, 0.9), where
 /// a grid about the origin has coordinates below zero, on a plane along the model's axes put
 /// on whole mm (tenths for a grid under 20 mm): `the model point (X, Y, Z) = (-42, 0, -38)
@@ -152,11 +156,7 @@ pub(crate) fn model_to_view(meta: &SketchMeta) -> String {
 pub(crate) fn worked_example(meta: &SketchMeta) -> String {
     let map = meta.view_to_world;
     let mut point: [f64; 3] = std::array::from_fn(|k| map.origin[k] + 0.1 * map.x_step[k] + 0.9 * map.y_step[k]);
-    let along = |step: [f64; 3]| {
-        let size = step.iter().map(|c| c * c).sum::<f64>().sqrt();
-        (0..3).find(|&k| (step[k].abs() - size).abs() < 1e-9 * size.max(1.0))
-    };
-    if let (Some(i), Some(j)) = (along(map.x_step), along(map.y_step)) {
+    if let (Some(i), Some(j)) = (model_axis(map.x_step), model_axis(map.y_step)) {
         let unit = if meta.window.size < 20.0 { 0.1 } else { 1.0 };
         for k in [i, j] {
             point[k] = (point[k] / unit).round() * unit;

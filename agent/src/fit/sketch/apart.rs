@@ -31,7 +31,7 @@ const MAX_SKEW: f64 = 0.1;
 const MIN_OVERLAP: f64 = 0.5;
 
 /// The drawing's walls: pairs of lines (their points' indices) and their sides as drawn.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(super) struct Apart {
     /// Line `a` (two point indices), line `b`, the sign of `b`'s side of `a` as drawn, and
     /// the least width the wall keeps (model units).
@@ -122,6 +122,14 @@ mod tests {
         (n, shapes)
     }
 
+    /// The tube `n` with its inner square's right side moved to `x`.
+    fn right_side_at(n: &Numbers, x: f64) -> Numbers {
+        let mut moved = n.clone();
+        moved.points[5][0] = x;
+        moved.points[6][0] = x;
+        moved
+    }
+
     #[test]
     fn a_tubes_four_walls_are_found_and_kept_from_going_to_nothing() {
         // 2 px to the unit: walls from 1.5 units are walls, and thin to 2.5 at most.
@@ -132,32 +140,17 @@ mod tests {
         assert!(apart.walls.len() >= 4, "{:?}", apart.walls);
         assert!(apart.kept(&n));
         // The inner square's right side moved onto the outer one's: the wall is gone.
-        let mut closed = n.clone();
-        closed.points[5][0] = 19.9;
-        closed.points[6][0] = 19.9;
-        assert!(!apart.kept(&closed));
+        assert!(!apart.kept(&right_side_at(&n, 19.9)));
         // Moved out through it: the wall is on the wrong side.
-        closed.points[5][0] = 21.0;
-        closed.points[6][0] = 21.0;
-        assert!(!apart.kept(&closed));
+        assert!(!apart.kept(&right_side_at(&n, 21.0)));
         // Thinned by a fifth: kept; by more than a quarter: not.
-        let mut thinner = n.clone();
-        thinner.points[5][0] = 18.4;
-        thinner.points[6][0] = 18.4;
-        assert!(apart.kept(&thinner));
-        thinner.points[5][0] = 18.6;
-        thinner.points[6][0] = 18.6;
-        assert!(!apart.kept(&thinner));
+        assert!(apart.kept(&right_side_at(&n, 18.4)));
+        assert!(!apart.kept(&right_side_at(&n, 18.6)));
         // A wide wall thins to what the measurement still reads, and no further.
         let (n, shapes) = tube(4.0);
         let apart = Apart::of(&n, &shapes, 2.0);
-        let mut thinner = n.clone();
-        thinner.points[5][0] = 17.4;
-        thinner.points[6][0] = 17.4;
-        assert!(apart.kept(&thinner));
-        thinner.points[5][0] = 17.6;
-        thinner.points[6][0] = 17.6;
-        assert!(!apart.kept(&thinner));
+        assert!(apart.kept(&right_side_at(&n, 17.4)));
+        assert!(!apart.kept(&right_side_at(&n, 17.6)));
     }
 
     #[test]

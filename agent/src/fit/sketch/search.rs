@@ -163,12 +163,7 @@ fn pattern_search(
                 }
                 let mut candidate = best.clone();
                 c.set(&mut candidate, v);
-                // The move, and all that the drawing's constraints tie to it.
-                let Some(candidate) = ties.settle(candidate) else { continue };
-                let k = cost(&candidate);
-                if k < best_cost - 1e-9 {
-                    best = candidate;
-                    best_cost = k;
+                if improves(candidate, ties, cost, &mut best, &mut best_cost) {
                     moved = true;
                     break;
                 }
@@ -185,11 +180,7 @@ fn pattern_search(
                 let mut candidate = best.clone();
                 candidate.depth_scale = depth;
                 candidate.points.iter_mut().for_each(|p| *p = [p[0] + by * slide[0], p[1] + by * slide[1]]);
-                let Some(candidate) = ties.settle(candidate) else { continue };
-                let k = cost(&candidate);
-                if k < best_cost - 1e-9 {
-                    best = candidate;
-                    best_cost = k;
+                if improves(candidate, ties, cost, &mut best, &mut best_cost) {
                     moved = true;
                     break;
                 }
@@ -200,6 +191,25 @@ fn pattern_search(
         }
     }
     best
+}
+
+/// The move `candidate`, and all that the drawing's constraints tie to it: taken as the new
+/// `best` when it lowers the cost.
+fn improves(
+    candidate: Numbers,
+    ties: &Ties,
+    cost: &dyn Fn(&Numbers) -> f64,
+    best: &mut Numbers,
+    best_cost: &mut f64,
+) -> bool {
+    let Some(candidate) = ties.settle(candidate) else { return false };
+    let k = cost(&candidate);
+    if k < *best_cost - 1e-9 {
+        *best = candidate;
+        *best_cost = k;
+        return true;
+    }
+    false
 }
 
 /// A bore's circles read from their whole range, up to `widest` (model units): each radius

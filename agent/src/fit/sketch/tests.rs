@@ -412,6 +412,16 @@ fn a_depth_read_far_off_is_found_beyond_the_searchs_reach() {
     assert!((depth_of(&e.extent).expect("depth") - 12.0).abs() < 0.2, "{:?}", e.extent);
 }
 
+/// The picture lined up on the target `mm` along +Z off (whole pixels), visibly.
+fn lined_up_along_z(mm: f64) -> crate::fit::Alignment {
+    let c = camera();
+    let (a, b) =
+        (c.project(&Point3::origin()).expect("in front"), c.project(&Point3::new(0.0, 0.0, 1.0)).expect("in front"));
+    let shift = [((b.0 - a.0) * mm).round() as i64, ((b.1 - a.1) * mm).round() as i64];
+    assert!(shift[1].abs() >= 4, "the test lines the block up visibly off: {shift:?}");
+    crate::fit::Alignment { shift, ..still() }
+}
+
 #[test]
 fn a_depth_read_far_short_is_found_where_the_model_is_lined_up_on_the_targets_middle() {
     // The whole picture's alignment centres a block read 0.6 times as deep on the target's
@@ -419,13 +429,7 @@ fn a_depth_read_far_short_is_found_where_the_model_is_lined_up_on_the_targets_mi
     // deeper block's top only moves further off; each depth tried is lined up anew.
     let lines = drawn_box(TRUE, 12.0);
     let target = TargetPixels::new(SIZE, lines.clone(), &lines);
-    let c = camera();
-    let (a, b) =
-        (c.project(&Point3::origin()).expect("in front"), c.project(&Point3::new(0.0, 0.0, 1.0)).expect("in front"));
-    let half = 12.0 * 0.4 / 2.0;
-    let shift = [((b.0 - a.0) * half).round() as i64, ((b.1 - a.1) * half).round() as i64];
-    assert!(shift[1].abs() >= 4, "the test lines the block up visibly off: {shift:?}");
-    let align = crate::fit::Alignment { shift, ..still() };
+    let align = lined_up_along_z(12.0 * 0.4 / 2.0);
     let proposal = propose_box_at(TRUE, 7.2, &Picture::of_box(TRUE, 7.2), &target, align, Moves::Fit).expect("scored");
     assert!(super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
     let Feature::Extrude(e) = proposal.feature else { panic!("an extrusion") };
@@ -440,12 +444,7 @@ fn a_block_read_long_and_lined_up_on_its_top_is_fitted_back_from_its_base() {
     // corner moves the base; the depth with the drawing slid along, keeping the top, does.
     let lines = drawn_box(TRUE, 30.0);
     let target = TargetPixels::new(SIZE, lines.clone(), &lines);
-    let c = camera();
-    let (a, b) =
-        (c.project(&Point3::origin()).expect("in front"), c.project(&Point3::new(0.0, 0.0, 1.0)).expect("in front"));
-    let shift = [((a.0 - b.0) * 2.0).round() as i64, ((a.1 - b.1) * 2.0).round() as i64];
-    assert!(shift[1].abs() >= 4, "the test lines the block up visibly off: {shift:?}");
-    let align = crate::fit::Alignment { shift, ..still() };
+    let align = lined_up_along_z(-2.0);
     let proposal =
         propose_box_at(TRUE, 32.0, &Picture::of_box(TRUE, 32.0), &target, align, Moves::Whole).expect("scored");
     assert!(super::super::worth_building(proposal.before_px, proposal.after_px), "{proposal:?}");
