@@ -332,18 +332,35 @@ fn score(
         })
     };
     // The plain boolean failed or its common part contradicts the surfaces: the fuzzy one.
+    // Its common part is checked against the voxel IoU whatever it scores: merging what lies
+    // within the tolerance can also merge too much (a reconstructed tray scored 0.960 through
+    // it against a ground truth whose voxels, and the plain boolean on a near-copy, say 0.84).
     let plain_doubtful = exact.as_ref().map_or(true, |iou| implausible(*iou, distances.hd95));
     let mut fuzzy = false;
+    let mut voxel = None;
+    let voxel_of = |voxel: &mut Option<f64>| -> Result<f64, Failure> {
+        if let Some(v) = *voxel {
+            return Ok(v);
+        }
+        let v = voxel_iou(&pred_mesh, &gt_mesh, RESOLUTION).map_err(|e| Failure::Evaluator(format!("voxel IoU: {e}")))?;
+        *voxel = Some(v);
+        Ok(v)
+    };
+    let mut fuzzy_rejected = Vec::new();
     if !options.voxel_only && plain_doubtful && !ran_out {
         for tolerance in FUZZY {
             match intersect(session, Some(tolerance)) {
-                Ok(retry) => {
-                    if retry.as_ref().is_ok_and(|iou| !implausible(*iou, distances.hd95)) {
-                        tracing::info!("{}: plain boolean {exact:?}; fuzzy ({tolerance}) {retry:?}", pair.id);
-                        (exact, fuzzy) = (retry, true);
+                Ok(Ok(iou)) if !implausible(iou, distances.hd95) => {
+                    let v = voxel_of(&mut voxel)?;
+                    if (iou - v).abs() <= VOXEL_DISAGREEMENT {
+                        tracing::info!("{}: plain boolean {exact:?}; fuzzy ({tolerance}) {iou}", pair.id);
+                        (exact, fuzzy) = (Ok(iou), true);
                         break;
                     }
+                    tracing::info!("{}: the fuzzy boolean ({tolerance}) gives {iou:.4}, the voxels {v:.4}", pair.id);
+                    fuzzy_rejected.push(format!("the fuzzy boolean ({tolerance}) {iou:.4}"));
                 }
+                Ok(_) => {}
                 Err((e, out)) => {
                     ran_out = out;
                     tracing::info!("{}: the fuzzy boolean ({tolerance}) failed: {e}", pair.id);
@@ -358,11 +375,9 @@ fn score(
     stages.boolean = boolean_started.elapsed().as_secs_f64();
     let voxel_started = Instant::now();
     let suspicious = exact.as_ref().is_ok_and(|iou| implausible(*iou, distances.hd95));
-    let voxel = if exact.is_err() || options.voxel_check || suspicious {
-        Some(voxel_iou(&pred_mesh, &gt_mesh, RESOLUTION).map_err(|e| Failure::Evaluator(format!("voxel IoU: {e}")))?)
-    } else {
-        None
-    };
+    if exact.is_err() || options.voxel_check || suspicious {
+        voxel_of(&mut voxel)?;
+    }
     // A kernel can return consistent but wrong volumes (an empty common part of two
     // overlapping lofts was seen): close surfaces with no overlap are not believed.
     let exact = match (exact, voxel) {
@@ -371,6 +386,12 @@ fn score(
             distances.hd95
         )),
         (exact, _) => exact,
+    };
+    let exact = match exact {
+        Err(reason) if !fuzzy_rejected.is_empty() => {
+            Err(format!("{reason}; {} disagreed with the voxel IoU", fuzzy_rejected.join(", ")))
+        }
+        exact => exact,
     };
     let (iou, method, fallback_reason) = match (&exact, voxel) {
         (Ok(iou), _) if fuzzy => (*iou, IouMethod::Fuzzy, None),
