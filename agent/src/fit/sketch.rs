@@ -138,11 +138,12 @@ impl Proposal {
 pub enum Moves {
     /// Move its numbers onto the target's lines, then try it made regular as well.
     Fit,
-    /// [`Moves::Fit`], the feature being the whole part (the program's only solid feature):
-    /// its depth is also tried with the drawing slid along in its plane ([`Moving::slides`]).
-    /// Slid under other features, a feature moves against them where the picture cannot
-    /// tell: on simulated test100, parts of one feature rose by 0.24 in all, parts of several
-    /// fell by 0.33 (a tray's body slid off the pocket drawn on a base plane, 0.960 -> 0.806).
+    /// [`Moves::Fit`], the feature being the program's last solid feature (no later feature
+    /// stands on it): its depth is also tried with the drawing slid along in its plane
+    /// ([`Moving::slides`]). Slid under other features, a feature moves against them where
+    /// the picture cannot tell: on simulated test100, with every feature sliding, parts of
+    /// one feature rose by 0.24 in all, parts of several fell by 0.33 (a tray's body slid off
+    /// the pocket drawn on a base plane).
     Whole,
     /// Only make it regular where it is near it ([`super::regular`]), settled where it is
     /// drawn: a step's candidate, whose target still shows features not built yet, so no
