@@ -163,6 +163,57 @@ fn a_thin_plates_depth_read_wrong_is_measured_back_at_end() {
     assert!(measured["report"]["thickness"]["profiles"].as_u64() > Some(100), "{measured}");
 }
 
+/// A disc 4 mm thick read 3.7 (a round plate has no straight side to measure): the fit at
+/// END measures its depth across the turned side, between the near circle's line and where
+/// the far one crosses each profile, and the exact disc is left alone.
+#[test]
+fn a_discs_depth_read_thin_is_measured_across_its_turned_side() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let disc = |name: &str, depth: f64| -> PathBuf {
+        let path = dir.path().join(format!("{name}.json"));
+        let program = serde_json::json!({"commands": [
+            {"op": "sketch", "name": "S1", "on": "XZ", "primitives": [{"type": "circle", "center": [0, 0], "radius": 30}]},
+            {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": depth}},
+            {"op": "end"}]});
+        std::fs::write(&path, program.to_string()).expect("write");
+        path
+    };
+    let (gt, thin) = (disc("truth", 4.0), disc("thin", 3.7));
+    let image = target_image(&gt, dir.path());
+    let read =
+        |path: &Path| -> Value { serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json") };
+    let fit = |program: &Path, out: &Path, extra: &[String]| {
+        let run = common::command()
+            .arg("fit")
+            .arg(program)
+            .arg("--image")
+            .arg(&image)
+            .arg("--out")
+            .arg(out)
+            .args(extra)
+            .output();
+        let run = run.expect("runs");
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        read(&out.join("fit.json"))
+    };
+    let depth = |out: &Path| read(&out.join("program.json"))["commands"][1]["extent"]["depth"].as_f64().expect("depth");
+    let exact = dir.path().join("exact");
+    let report = fit(&gt, &exact, &[]);
+    assert_eq!(depth(&exact), 4.0, "{report}");
+    let s = &report["sphere"];
+    let sphere = format!("--sphere={},{},{},{}", s["center"][0], s["center"][1], s["center"][2], s["radius"]);
+    let fitted = dir.path().join("fitted");
+    let report = fit(&thin, &fitted, &[sphere]);
+    let measured = report["fit"]["features"].as_array().expect("features").iter().find_map(|f| {
+        let t = &f["report"]["thickness"];
+        t.is_object().then(|| t.clone())
+    });
+    let measured = measured.expect("the disc's side was measured");
+    assert_eq!(measured["curved"], true, "{measured}");
+    assert!(measured["profiles"].as_u64() > Some(100), "{measured}");
+    assert!((depth(&fitted) / 4.0 - 1.0).abs() < 0.02, "fitted {} for 4.0: {report}", depth(&fitted));
+}
+
 /// A square tube whose walls the reader draws at two fifths of the target's (a loop a few
 /// pixels inside the outline, as readers drew a tray's rim): the line fit pulls each inner
 /// line onto the nearest of the target's lines, the outline's, and the fit at END measures the

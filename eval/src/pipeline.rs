@@ -342,7 +342,8 @@ fn score(
         if let Some(v) = *voxel {
             return Ok(v);
         }
-        let v = voxel_iou(&pred_mesh, &gt_mesh, RESOLUTION).map_err(|e| Failure::Evaluator(format!("voxel IoU: {e}")))?;
+        let v =
+            voxel_iou(&pred_mesh, &gt_mesh, RESOLUTION).map_err(|e| Failure::Evaluator(format!("voxel IoU: {e}")))?;
         *voxel = Some(v);
         Ok(v)
     };

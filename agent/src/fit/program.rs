@@ -763,7 +763,8 @@ fn fit_walls(
 /// slide, with small moves kept on their own ([`super::Moved::agrees_better`]): simulated
 /// test100 0.9589 -> 0.9618 (a post on a plate 0.893 -> 0.972), the oracle unchanged.
 fn moves_for(commands: &[Command], k: usize) -> sketch::Moves {
-    let solid = |c: &Command| matches!(c, Command::Extrude(_) | Command::Revolve(_) | Command::Sweep(_) | Command::Loft(_));
+    let solid =
+        |c: &Command| matches!(c, Command::Extrude(_) | Command::Revolve(_) | Command::Sweep(_) | Command::Loft(_));
     if commands.iter().rposition(solid) == Some(k) { sketch::Moves::Whole } else { sketch::Moves::Fit }
 }
 
