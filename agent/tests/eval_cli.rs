@@ -366,4 +366,5 @@ fn a_fuzzy_booleans_iou_the_voxels_contradict_is_not_kept() {
     let (iou, voxel) = (sample["iou"].as_f64().expect("iou"), sample["iou_voxel"].as_f64().expect("voxel"));
     assert!((iou - voxel).abs() <= 0.1, "IoU {iou} ({}) against the voxels' {voxel}", sample["iou_method"]);
     assert!(iou < 0.93, "the fuzzy boolean's 0.960 was kept: {sample}");
+    assert_ne!(sample["iou_method"], "fuzzy", "{sample}");
 }

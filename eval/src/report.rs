@@ -16,7 +16,8 @@ pub enum IouMethod {
     /// Kernel booleans on the normalised solids.
     Exact,
     /// The kernel's fuzzy boolean ([`crate::pipeline`]'s `FUZZY`), where the plain one
-    /// failed or returned a common part the surfaces contradict (coincident faces).
+    /// failed or returned a common part the surfaces contradict (coincident faces), and the
+    /// voxel IoU agrees with it.
     Fuzzy,
     /// 128^3 ray-parity voxels on the normalised meshes (the booleans failed).
     Voxel,

@@ -679,7 +679,10 @@ impl Moved {
     /// Whether a rebuilt candidate whose edges moved so is kept: the moved edges lie
     /// [`MIN_MOVED_GAIN`] closer to the target's lines, and the whole picture (`after`
     /// against `before`) agrees no worse. A move of fewer pixels than [`MIN_MOVED_PIXELS`]
-    /// must also bring the whole picture's edges [`MIN_WHOLE_GAIN`] closer.
+    /// must also bring the whole picture's edges [`MIN_WHOLE_GAIN`] closer, unless it is
+    /// clear by itself ([`CLEAR_MOVED_GAIN`] over [`MIN_CLEAR_PIXELS`]). Every fit that
+    /// rebuilds judges by this: a step's, the fit at END's features, its fillets' and
+    /// chamfers' sizes, and a step's fit judged again at END.
     pub fn agrees_better(&self, before: &Agreement, after: &Agreement) -> bool {
         let gain = self.before_px - self.after_px;
         let clear = gain >= CLEAR_MOVED_GAIN && self.pixels >= MIN_CLEAR_PIXELS;

@@ -267,13 +267,12 @@ pub fn fit_program(
         if !measured.worth_moving() {
             report.dropped = Some(format!(
                 "the sides measure {:.2} px in the target against {:.2} px in the model over {} profiles (spread \
-                 {:.3}): a depth moves for a change of {} px and {:.1}% of the width that at least {} profiles agree on",
+                 {:.3}): a depth moves for a change of {} that at least {} profiles agree on",
                 measured.target_px,
                 measured.model_px,
                 measured.profiles,
                 measured.spread,
-                thickness::MIN_CHANGE_PX,
-                100.0 * thickness::MIN_CHANGE_SHARE,
+                measured.threshold(),
                 thickness::MIN_PROFILES
             ));
         } else {
@@ -753,8 +752,6 @@ fn fit_walls(
     Ok(Some((report, Some(after))))
 }
 
-/// How many of the program's commands make or remove solid (a fillet or chamfer only rounds
-/// one).
 /// How the fit at END may move feature `k` of `commands`: with its depth's slide
 /// ([`sketch::Moves::Whole`]) where it is the program's last solid feature (the whole part
 /// when it is the only one), so that no later feature stands on what slides; otherwise

@@ -122,6 +122,19 @@ impl Measured {
             }
             && (1.0 / MAX_FACTOR..=MAX_FACTOR).contains(&self.factor())
     }
+
+    /// The change [`Measured::worth_moving`] asks of these sides, in words.
+    pub fn threshold(&self) -> String {
+        if self.curved {
+            format!("{THIN_CHANGE_PX} px and {:.1}% of the width (turned sides)", 100.0 * CURVED_CHANGE_SHARE)
+        } else {
+            format!(
+                "{MIN_CHANGE_PX} px and {:.1}% of the width, or {THIN_CHANGE_PX} px and {:.1}%",
+                100.0 * MIN_CHANGE_SHARE,
+                100.0 * THIN_CHANGE_SHARE
+            )
+        }
+    }
 }
 
 /// Measure the depth of `extrude` of `sketch` (as solved, on `frame`) against the target, where the model's picture is `ids` (through `camera`) and lies on the
@@ -145,8 +158,8 @@ pub fn measure(
     measure_sides(sketch, extrude, frame, camera, ids, align, target, true).or(straight)
 }
 
-/// [`measure`] across the sides of the profile's lines, and with `curves`, of its circles and
-/// arcs as well.
+/// [`measure`] across the sides of the profile's lines, or with `curves`, of its circles and
+/// arcs alone.
 #[allow(clippy::too_many_arguments)]
 fn measure_sides(
     sketch: &Sketch,
@@ -179,10 +192,11 @@ fn measure_sides(
     let mut factors: Vec<f64> = Vec::new();
     let mut widths: Vec<(f64, f64)> = Vec::new();
     for primitive in &sketch.primitives {
-        let Some(curve) = Curve::of(primitive).filter(|c| curves || matches!(c, Curve::Line { .. })) else { continue };
+        let Some(curve) = Curve::of(primitive).filter(|c| curves != matches!(c, Curve::Line { .. })) else { continue };
         // The curve's picture at the sketch's copy, about a pixel per step.
         let Some(rough) = curve.image_length(|uv| pixel(uv, near)) else { continue };
-        if rough < 2.0 * END_MARGIN_PX + 1.0 {
+        // (Written so that a length that is not a number is skipped too.)
+        if !(2.0 * END_MARGIN_PX + 1.0..=MAX_CURVE_PX).contains(&rough) {
             continue;
         }
         let steps = rough.ceil() as usize;
@@ -220,15 +234,24 @@ fn measure_sides(
                 Curve::Line { .. } => v[0] * u[0] + v[1] * u[1],
                 _ => {
                     let reach = (v[0].hypot(v[1]).ceil() as i64 + 2).min(steps as i64);
+                    let along_copy = |k: i64| {
+                        let at = s + k as f64 / steps as f64;
+                        if curve.closed() { at } else { at.clamp(0.0, 1.0) }
+                    };
                     let far_copy: Option<Vec<[f64; 2]>> =
-                        (-reach..=reach).map(|k| pixel(curve.at(s + k as f64 / steps as f64), far)).collect();
+                        (-reach..=reach).map(|k| pixel(curve.at(along_copy(k)), far)).collect();
                     let Some(width) = far_copy.and_then(|c| crossing(p0, u, &c, v[0] * u[0] + v[1] * u[1])) else {
                         continue;
                     };
                     width
                 }
             };
-            let p1 = [p0[0] + width * u[0], p0[1] + width * u[1]];
+            // Where the far copy is checked for being drawn: a line's own point (as before
+            // curves were measured), a curve's crossing.
+            let p1 = match curve {
+                Curve::Line { .. } => p1,
+                _ => [p0[0] + width * u[0], p0[1] + width * u[1]],
+            };
             let width_units = width * unit;
             if width_units.abs() < DISTINCT_PX || width.abs() > MAX_SIDE_PX {
                 continue;
@@ -293,6 +316,9 @@ fn crossing(p0: [f64; 2], u: [f64; 2], copy: &[[f64; 2]], about: f64) -> Option<
         })
         .min_by(|x, y| (x - about).abs().total_cmp(&(y - about).abs()))
 }
+
+/// A curve longer than this on the picture (pixels) is not measured: ten pictures across.
+const MAX_CURVE_PX: f64 = 10_000.0;
 
 /// Where a curve's side is measured: the two copies of the curve cross the profile at least
 /// this share of the way they lie apart (about 30 degrees off the line of sight along the
