@@ -338,12 +338,12 @@ fn score(
     let plain_doubtful = exact.as_ref().map_or(true, |iou| implausible(*iou, distances.hd95));
     let mut fuzzy = false;
     let mut voxel = None;
-    let voxel_of = |voxel: &mut Option<f64>| -> Result<f64, Failure> {
+    // The voxel IoU, counted once, when first asked for.
+    let voxel_of = |voxel: &mut Option<f64>| -> Result<f64, String> {
         if let Some(v) = *voxel {
             return Ok(v);
         }
-        let v =
-            voxel_iou(&pred_mesh, &gt_mesh, RESOLUTION).map_err(|e| Failure::Evaluator(format!("voxel IoU: {e}")))?;
+        let v = voxel_iou(&pred_mesh, &gt_mesh, RESOLUTION).map_err(|e| format!("voxel IoU: {e}"))?;
         *voxel = Some(v);
         Ok(v)
     };
@@ -357,7 +357,6 @@ fn score(
                     let v = match voxel_of(&mut voxel) {
                         Ok(v) => v,
                         Err(e) => {
-                            let (Failure::Evaluator(e) | Failure::Prediction(e) | Failure::GroundTruth(e)) = e;
                             tracing::info!("{}: fuzzy ({tolerance}) {iou}, unchecked: {e}", pair.id);
                             (exact, fuzzy) = (Ok(iou), true);
                             break;
@@ -387,7 +386,7 @@ fn score(
     let voxel_started = Instant::now();
     let suspicious = exact.as_ref().is_ok_and(|iou| implausible(*iou, distances.hd95));
     if exact.is_err() || options.voxel_check || suspicious {
-        voxel_of(&mut voxel)?;
+        voxel_of(&mut voxel).map_err(Failure::Evaluator)?;
     }
     // A kernel can return consistent but wrong volumes (an empty common part of two
     // overlapping lofts was seen): close surfaces with no overlap are not believed.

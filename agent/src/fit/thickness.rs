@@ -149,28 +149,32 @@ pub fn measure(
     align: Alignment,
     target: &TargetPixels,
 ) -> Option<Measured> {
-    let straight = measure_sides(sketch, extrude, frame, camera, ids, align, target, false);
+    let seen = Seen { sketch, extrude, frame, camera, ids, align, target };
+    let straight = measure_sides(&seen, false);
     // A pocket's turned side is not measured: its rim is where fillets and chamfers go, and
     // the oracle's exact recess under a fillet measured 22% wide there.
     if straight.is_some_and(|m| m.profiles >= MIN_PROFILES) || extrude.mode != Mode::Add {
         return straight;
     }
-    measure_sides(sketch, extrude, frame, camera, ids, align, target, true).or(straight)
+    measure_sides(&seen, true).or(straight)
+}
+
+/// What [`measure`] measures, and against what.
+#[derive(Clone, Copy)]
+struct Seen<'a> {
+    sketch: &'a Sketch,
+    extrude: &'a Extrude,
+    frame: &'a Frame,
+    camera: &'a Camera,
+    ids: &'a IdBuffers,
+    align: Alignment,
+    target: &'a TargetPixels,
 }
 
 /// [`measure`] across the sides of the profile's lines, or with `curves`, of its circles and
 /// arcs alone.
-#[allow(clippy::too_many_arguments)]
-fn measure_sides(
-    sketch: &Sketch,
-    extrude: &Extrude,
-    frame: &Frame,
-    camera: &Camera,
-    ids: &IdBuffers,
-    align: Alignment,
-    target: &TargetPixels,
-    curves: bool,
-) -> Option<Measured> {
+fn measure_sides(seen: &Seen<'_>, curves: bool) -> Option<Measured> {
+    let Seen { sketch, extrude, frame, camera, ids, align, target } = *seen;
     // The two copies of the profile that bound the side: the sketch's and the far one (a
     // symmetric extent's are half a depth either way).
     let (depth, near, far) = match extrude.extent {
@@ -293,8 +297,8 @@ fn measure_sides(
     let factor = median(&mut factors.clone());
     let spread = median(&mut factors.iter().map(|f| (f - factor).abs()).collect::<Vec<_>>());
     let model_px = median(&mut widths.iter().map(|w| w.0).collect::<Vec<_>>());
-    let (profiles, curved) = (factors.len(), curves);
-    Some(Measured { depth: depth * factor, model_px, target_px: model_px * factor, profiles, spread, curved })
+    let profiles = factors.len();
+    Some(Measured { depth: depth * factor, model_px, target_px: model_px * factor, profiles, spread, curved: curves })
 }
 
 /// Where the line through `p0` along the unit `u` crosses the polyline `copy` (pixels along
