@@ -327,39 +327,12 @@ fn a_gerd_part_is_a_ground_truth() {
 /// The IoU kept is one the voxels agree with, and the fuzzy one is not it.
 #[test]
 fn a_fuzzy_booleans_iou_the_voxels_contradict_is_not_kept() {
-    let Some(data) = common::data_dir() else {
-        println!("skipped: no test data (set VISION2CAD_DATA or provide ../shared/data)");
-        return;
-    };
-    let test100 = data.join("cadcoder-test100");
-    let Ok(rows) = std::fs::read_to_string(test100.join("cadquery_test_data_subset100.jsonl")) else {
-        println!("skipped: {} has no test100 jsonl", test100.display());
-        return;
-    };
     let dir = tempfile::tempdir().expect("tempdir");
-    let row = rows.lines().find(|l| l.contains("\"00306373_0.png\"")).expect("the tray's row");
-    let jsonl = dir.path().join("tray.jsonl");
-    std::fs::write(&jsonl, format!("{row}\n")).expect("write jsonl");
-    let dataset = dir.path().join("dataset");
+    let Some(part) = common::test100_part("00306373", dir.path()) else { return };
     let arg = |p: &Path| p.to_str().expect("path").to_string();
-    let o = common::command()
-        .args(["gerd", "import", "cadcoder", "--jsonl", &arg(&jsonl)])
-        .args(["--steps", &arg(&test100.join("steps")), "--images", &arg(&test100.join("images"))])
-        .args(["--out", &arg(&dataset)])
-        .output()
-        .expect("vision2cad runs");
-    assert!(o.status.success(), "{}", text(&o.stderr));
     let pred = repo_root().join("agent/tests/data/tray_00306373_reconstructed.json");
     let json = dir.path().join("report.json");
-    let o = cli(&[
-        "--pred",
-        &arg(&pred),
-        "--gt",
-        &arg(&dataset.join("parts/00306373")),
-        "--voxel-check",
-        "--json",
-        &arg(&json),
-    ]);
+    let o = cli(&["--pred", &arg(&pred), "--gt", &arg(&part), "--voxel-check", "--json", &arg(&json)]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
     let sample = &report["samples"][0];
