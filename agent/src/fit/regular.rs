@@ -23,6 +23,11 @@ use super::sketch::{Numbers, Shape};
 
 /// A line within this angle of the sketch's axes (degrees) is tried level or upright...
 pub const ANGLE_DEGREES: f64 = 20.0;
+/// ... where each line meeting it is near square the other way, or runs on from it within
+/// this angle (degrees) near the same axis: a channel's side split in two, its middle point
+/// read 1.5 mm inside, was left bent by the free fit (test100 00472674, 0.81), while a
+/// hexagon's top sides, 36 degrees apart, are not squared.
+pub const CONTINUING_DEGREES: f64 = 15.0;
 /// ... and a line's ends, or two centres, this near (pixels of the outline) are tried square
 /// or one centre.
 pub const REACH_PX: f64 = 10.0;
@@ -95,7 +100,8 @@ impl Regularised {
 /// A line is squared only where each line meeting it is near square the other way: a small
 /// hexagon's side, 30 degrees off level and drawn 18 off, was made level on a simulated
 /// reader's plate, while a rectangle's and a stepped profile's sides meet at right angles.
-/// A curve's end is no such corner (a rounded rectangle's sides are squared).
+/// A curve's end is no such corner (a rounded rectangle's sides are squared), and a line
+/// running on about straight ([`CONTINUING_DEGREES`]) is squared with it.
 pub(super) fn find(
     drawn: &Numbers,
     n: &Numbers,
@@ -113,6 +119,15 @@ pub(super) fn find(
         let (run, rise) = ((q[axis] - p[axis]).abs(), (q[1 - axis] - p[1 - axis]).abs());
         (run > 0.0 && rise <= slope * run).then_some(rise)
     };
+    // A line continuing another about straight on (a side split in two, one half's shared
+    // end read off the line): the two are squared together.
+    let continuing = CONTINUING_DEGREES.to_radians().cos();
+    let runs_on = |a: usize, b: usize, c: usize, d: usize| {
+        let (p, q, r, s) = (n.points[a], n.points[b], n.points[c], n.points[d]);
+        let (u, v) = ([q[0] - p[0], q[1] - p[1]], [s[0] - r[0], s[1] - r[1]]);
+        let lengths = u[0].hypot(u[1]) * v[0].hypot(v[1]);
+        lengths > 0.0 && (u[0] * v[0] + u[1] * v[1]).abs() >= continuing * lengths
+    };
     let lines: Vec<(usize, usize)> = shapes
         .iter()
         .filter_map(|&(_, shape)| match shape {
@@ -126,7 +141,7 @@ pub(super) fn find(
             let Some(rise) = near(a, b, axis) else { continue };
             let square_corners = lines.iter().enumerate().all(|(j, &(c, d))| {
                 let meets = j != i && [c, d].iter().any(|p| *p == a || *p == b);
-                !meets || near(c, d, 1 - axis).is_some()
+                !meets || near(c, d, 1 - axis).is_some() || (near(c, d, axis).is_some() && runs_on(a, b, c, d))
             });
             if square_corners && rise <= reach {
                 regular.square.push((a, b, axis));
@@ -209,6 +224,11 @@ mod tests {
         let regular = find_in(&lines(&[[-21.0, -14.0], [19.2, -15.8], [21.0, 14.5], [-19.3, 16.0]])).expect("squared");
         assert_eq!(regular.square, vec![(0, 1, 0), (1, 2, 1), (2, 3, 0), (3, 0, 1)]);
         assert_eq!(regular.made(), Regularised { squared: 4, concentric: 0 });
+        // A channel's outer side split in two, the middle point read 1.5 mm in (the halves
+        // 5 and 8 degrees off upright, 13 apart): both are squared, and the sides they meet.
+        let channel = [[-12.0, -17.7], [8.6, -17.5], [7.2, 2.4], [8.9, 19.2], [-12.0, 19.2]];
+        let regular = find_in(&lines(&channel)).expect("squared");
+        assert_eq!(regular.square, vec![(0, 1, 0), (1, 2, 1), (2, 3, 1), (3, 4, 0), (4, 0, 1)]);
     }
 
     #[test]
