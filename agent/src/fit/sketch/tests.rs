@@ -454,10 +454,15 @@ fn a_block_read_long_and_lined_up_on_its_top_is_fitted_back_from_its_base() {
     let corners = corners_of(&proposal.sketch);
     let width = (corners[1][0] - corners[0][0]).hypot(corners[1][1] - corners[0][1]);
     assert!((width - 40.0).abs() < 0.5, "{corners:?}");
-    // Under other features (Moves::Fit) the drawing is not slid, and the depth stays off.
+    // Under other features (Moves::Fit) the drawing is not slid: the depth is found with
+    // the picture lined up anew for each depth ([`super::depth::near_depth`]), its outline
+    // where it was drawn.
     let under = propose_box_at(TRUE, 32.0, &Picture::of_box(TRUE, 32.0), &target, align, Moves::Fit).expect("scored");
     let Feature::Extrude(e) = under.feature else { panic!("an extrusion") };
-    assert!((depth_of(&e.extent).expect("depth") - 30.0).abs() > 0.4, "{:?}", e.extent);
+    assert!((depth_of(&e.extent).expect("depth") - 30.0).abs() < 0.25, "{:?}", e.extent);
+    let moved =
+        corners_of(&under.sketch).iter().zip(TRUE).map(|(p, q)| (p[0] - q[0]).hypot(p[1] - q[1])).fold(0.0, f64::max);
+    assert!(moved < 0.5, "not slid: {:?}", corners_of(&under.sketch));
 }
 
 #[test]
@@ -739,4 +744,23 @@ fn a_through_holes_radius_is_read_off_the_face_it_comes_out_on() {
     let Primitive::Circle { radius, .. } = proposal.sketch.primitives[0] else { panic!("a circle") };
     assert!((radius - 5.0).abs() < 0.3, "radius {radius}");
     assert!(proposal.samples >= 40, "{} samples on the way out", proposal.samples);
+}
+
+#[test]
+fn a_proposals_tries_run_down_its_chain_and_a_later_search_follows_them() {
+    let proposal = |after_px: f64, free: Option<Proposal>| Proposal {
+        sketch: rectangle("S1", TRUE),
+        feature: Feature::Extrude(pad(12.0)),
+        before_px: 2.0,
+        after_px,
+        samples: 10,
+        regular: Regularised::default(),
+        free: free.map(Box::new),
+        from_near: false,
+    };
+    // The drawing made regular, its free fit, then the search without the near depth's.
+    let near = proposal(0.3, Some(proposal(0.4, None)));
+    let tried: Vec<f64> = near.then(Some(proposal(0.5, None))).tries().map(|p| p.after_px).collect();
+    assert_eq!(tried, vec![0.3, 0.4, 0.5]);
+    assert_eq!(proposal(0.3, None).then(None).tries().count(), 1);
 }
