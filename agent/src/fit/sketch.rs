@@ -479,7 +479,9 @@ pub fn propose(
         })
     };
     let proposal = once(false, true)?;
-    if !proposal.crosses() {
+    // A drawing that crosses as drawn (and builds: two curves touching at a point) would be
+    // refused at every move, its own cost infinite.
+    if !proposal.crosses() || first_crossing(&sketch.primitives).is_some() {
         return Some(proposal);
     }
     once(true, true)

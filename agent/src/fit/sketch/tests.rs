@@ -764,3 +764,16 @@ fn a_proposals_tries_run_down_its_chain_and_a_later_search_follows_them() {
     assert_eq!(tried, vec![0.3, 0.4, 0.5]);
     assert_eq!(proposal(0.3, None).then(None).tries().count(), 1);
 }
+
+#[test]
+fn a_drawing_that_crosses_as_drawn_is_scored_as_any_other() {
+    // Two corners swapped: the drawing's sides cross as drawn. Every move of it crosses too,
+    // so it is not searched again refusing crossings (its own cost would be infinite, and a
+    // report's numbers must be finite to be written as JSON).
+    let bow_tie = [[-20.0, -15.0], [20.0, -15.0], [-20.0, 15.0], [20.0, 15.0]];
+    assert!(freecad_bridge::crossing::first_crossing(&rectangle("S1", bow_tie).primitives).is_some());
+    let lines = drawn_box(TRUE, 12.0);
+    let target = TargetPixels::new(SIZE, lines.clone(), &lines);
+    let proposal = propose_box(bow_tie, 12.0, &Picture::of_box(bow_tie, 12.0), &target).expect("scored");
+    assert!(proposal.before_px.is_finite() && proposal.after_px.is_finite(), "{proposal:?}");
+}
