@@ -144,6 +144,18 @@ impl Proposal {
         })
     }
 
+    /// This proposal's tries whose costs are numbers (a drawing every move of which the
+    /// search refuses costs infinity): a report's figures are written as JSON.
+    fn finite(mut self) -> Option<Proposal> {
+        let rest = self.free.take().and_then(|free| free.finite());
+        if self.before_px.is_finite() && self.after_px.is_finite() {
+            self.free = rest.map(Box::new);
+            Some(self)
+        } else {
+            rest
+        }
+    }
+
     /// This proposal's tries, then `after`'s.
     fn then(mut self, after: Option<Proposal>) -> Proposal {
         self.free = match self.free.take() {
@@ -478,13 +490,15 @@ pub fn propose(
             false => proposal,
         })
     };
-    let proposal = once(false, true)?;
+    let proposal = once(false, true)?.finite()?;
     // A drawing that crosses as drawn (and builds: two curves touching at a point) would be
     // refused at every move, its own cost infinite.
     if !proposal.crosses() || first_crossing(&sketch.primitives).is_some() {
         return Some(proposal);
     }
-    once(true, true)
+    // Where every drawing the search reaches crosses (its cost infinite), the first proposal
+    // stands: its build fails and says so.
+    once(true, true).and_then(Proposal::finite).or(Some(proposal))
 }
 
 /// How [`propose_once`] searches.

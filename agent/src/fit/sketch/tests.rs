@@ -763,6 +763,11 @@ fn a_proposals_tries_run_down_its_chain_and_a_later_search_follows_them() {
     let tried: Vec<f64> = near.then(Some(proposal(0.5, None))).tries().map(|p| p.after_px).collect();
     assert_eq!(tried, vec![0.3, 0.4, 0.5]);
     assert_eq!(proposal(0.3, None).then(None).tries().count(), 1);
+    // A try every move of which the search refused (infinite cost) is left out.
+    let refused = proposal(0.3, Some(proposal(f64::INFINITY, Some(proposal(0.5, None)))));
+    let tried: Vec<f64> = refused.finite().expect("finite tries").tries().map(|p| p.after_px).collect();
+    assert_eq!(tried, vec![0.3, 0.5]);
+    assert!(proposal(f64::INFINITY, None).finite().is_none());
 }
 
 #[test]
