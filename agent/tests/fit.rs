@@ -515,30 +515,52 @@ fn the_fit_command_fits_a_program_to_an_image() {
     assert!(stderr.contains("blank.png") && stderr.contains("nothing stands out"), "{stderr}");
 }
 
-/// `vision2cad fit` of the program `drawn` to the imported test100 `part`'s target, S_t
-/// `sphere` as the reconstruction registered it (its trace's last `register` event), into
-/// `out`: its fit.json.
-fn fit_as_registered(drawn: &Path, part: &Path, sphere: &str, out: &Path) -> Value {
-    let run = common::command()
-        .arg("fit")
-        .arg(drawn)
-        .arg("--image")
-        .arg(part.join("target.png"))
-        .arg(format!("--sphere={sphere}"))
-        .arg("--out")
-        .arg(out)
-        .output()
-        .expect("runs");
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-    serde_json::from_str(&std::fs::read_to_string(out.join("fit.json")).expect("fit.json")).expect("json")
+/// A test100 drawing (from agent/tests/data) fitted with `vision2cad fit` to the imported
+/// part's target, S_t `sphere` as the reconstruction registered it (its trace's last
+/// `register` event).
+struct Test100Fit {
+    _dir: tempfile::TempDir,
+    part: PathBuf,
+    drawn: PathBuf,
+    out: PathBuf,
+    features: Vec<Value>,
 }
 
-/// A test100 drawing from this folder, copied into `dir` (the IoU's report is written
-/// beside the program it scores).
-fn drawn_copy(name: &str, dir: &Path) -> PathBuf {
-    let drawn = dir.join(name);
-    std::fs::copy(common::repo_root().join("agent/tests/data").join(name), &drawn).expect("copy");
-    drawn
+impl Test100Fit {
+    /// `None`, with a message, where ../shared/data has no test100.
+    fn run(id: &str, drawing: &str, sphere: &str) -> Option<Test100Fit> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let part = common::test100_part(id, dir.path())?;
+        // A copy: the IoU's report is written beside the program it scores.
+        let drawn = dir.path().join(drawing);
+        std::fs::copy(common::repo_root().join("agent/tests/data").join(drawing), &drawn).expect("copy");
+        let out = dir.path().join("fitted");
+        let run = common::command()
+            .arg("fit")
+            .arg(&drawn)
+            .arg("--image")
+            .arg(part.join("target.png"))
+            .arg(format!("--sphere={sphere}"))
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .expect("runs");
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        let report: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("fit.json")).expect("fit.json")).expect("json");
+        let features = report["fit"]["features"].as_array().expect("features").clone();
+        Some(Test100Fit { _dir: dir, part, drawn, out, features })
+    }
+
+    /// The static IoU of `model` against the part.
+    fn iou(&self, model: &Path) -> f64 {
+        iou(model, &self.part.join("model.step"), "static").expect("an IoU")
+    }
+
+    /// The fitted model's static IoU.
+    fn fitted_iou(&self) -> f64 {
+        self.iou(&self.out.join("model.step"))
+    }
 }
 
 /// A simulated reader's rounded triangle (test100 00966577, as drawn, before any fit): its
@@ -547,20 +569,16 @@ fn drawn_copy(name: &str, dir: &Path) -> PathBuf {
 /// left unfitted (mIoU 0.52). Searched again refusing drawings that cross, it is fitted.
 #[test]
 fn a_drawing_the_search_would_fold_across_itself_is_fitted_without_crossing() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let Some(part) = common::test100_part("00966577", dir.path()) else { return };
-    let drawn = drawn_copy("triangle_00966577_drawn.json", dir.path());
-    let out = dir.path().join("fitted");
-    let report = fit_as_registered(&drawn, &part, "4.280670627515853,-1.6936945987845822,-5.974365226300436,50", &out);
-    let features = report["fit"]["features"].as_array().expect("features");
+    let sphere = "4.280670627515853,-1.6936945987845822,-5.974365226300436,50";
+    let Some(fit) = Test100Fit::run("00966577", "triangle_00966577_drawn.json", sphere) else { return };
+    let features = &fit.features;
     let base: Vec<&Value> = features.iter().filter(|f| f["command"] == 1).collect();
     assert!(base.iter().any(|f| f["report"]["dropped"].is_null()), "the base's fit is kept: {base:?}");
     assert!(
         features.iter().all(|f| !f["report"]["dropped"].as_str().unwrap_or("").contains("no longer builds")),
         "no proposal failed to build: {features:?}"
     );
-    let got = iou(&out.join("model.step"), &part.join("model.step"), "static").expect("an IoU");
-    let before = iou(&drawn, &part.join("model.step"), "static").expect("an IoU");
+    let (got, before) = (fit.fitted_iou(), fit.iou(&fit.drawn));
     assert!(got > 0.85 && before < 0.6, "mIoU {before:.3} as drawn, {got:.3} fitted");
 }
 
@@ -569,12 +587,9 @@ fn a_drawing_the_search_would_fold_across_itself_is_fitted_without_crossing() {
 /// second pass over the features before the last one kept fits it (mIoU 0.929 -> 0.960).
 #[test]
 fn a_feature_fitted_before_a_later_one_moved_is_fitted_again_after_it() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let Some(part) = common::test100_part("00486941", dir.path()) else { return };
-    let drawn = drawn_copy("block_00486941_drawn.json", dir.path());
-    let out = dir.path().join("fitted");
-    let report = fit_as_registered(&drawn, &part, "-8.040816057659265,-13.51731751510133,-5.476501457442066,50", &out);
-    let features = report["fit"]["features"].as_array().expect("features");
+    let sphere = "-8.040816057659265,-13.51731751510133,-5.476501457442066,50";
+    let Some(fit) = Test100Fit::run("00486941", "block_00486941_drawn.json", sphere) else { return };
+    let features = &fit.features;
     let kept = |f: &Value| {
         f["report"]["dropped"].is_null() && f["report"]["changes"].as_array().is_some_and(|c| !c.is_empty())
     };
@@ -583,7 +598,7 @@ fn a_feature_fitted_before_a_later_one_moved_is_fitted_again_after_it() {
         features[third..].iter().any(|f| f["command"] == 5 && kept(f)),
         "the second cut fitted after the third: {features:?}"
     );
-    let got = iou(&out.join("model.step"), &part.join("model.step"), "static").expect("an IoU");
+    let got = fit.fitted_iou();
     assert!(got > 0.95, "mIoU {got:.3}");
 }
 
@@ -594,19 +609,15 @@ fn a_feature_fitted_before_a_later_one_moved_is_fitted_again_after_it() {
 /// much closer as a whole, and is kept (mIoU 0.80 -> 0.99).
 #[test]
 fn a_depth_read_14_percent_deep_is_found_near_the_drawn_one() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let Some(part) = common::test100_part("00361382", dir.path()) else { return };
-    let drawn = drawn_copy("wedge_00361382_drawn.json", dir.path());
-    let out = dir.path().join("fitted");
-    let report =
-        fit_as_registered(&drawn, &part, "-9.929825025322694,-19.389236633631718,-9.459411608309022,50.0", &out);
-    let features = report["fit"]["features"].as_array().expect("features");
+    let sphere = "-9.929825025322694,-19.389236633631718,-9.459411608309022,50.0";
+    let Some(fit) = Test100Fit::run("00361382", "wedge_00361382_drawn.json", sphere) else { return };
+    let features = &fit.features;
     let depth = |f: &Value| {
         f["report"]["changes"].as_array().and_then(|c| c.iter().find(|c| c["what"] == "extent.depth").cloned())
     };
     let block = features.iter().find_map(|f| (f["command"] == 1).then(|| depth(f)).flatten()).expect("the depth moved");
     let to = block["to"].as_f64().expect("a number");
     assert!((to / 46.96 - 1.0).abs() < 0.03, "the block's depth {to} for the part's 46.96");
-    let got = iou(&out.join("model.step"), &part.join("model.step"), "static").expect("an IoU");
+    let got = fit.fitted_iou();
     assert!(got > 0.95, "mIoU {got:.3}");
 }

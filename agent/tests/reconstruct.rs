@@ -521,15 +521,7 @@ fn a_sink_sees_the_events_the_trace_holds_and_every_line_reads_back_typed() {
 
 /// Test100's folder and records, or None (with the reason printed) when the data is absent.
 fn test100() -> Option<(PathBuf, Vec<Value>)> {
-    let Some(data) = common::data_dir() else {
-        println!("skipped: no test data (set VISION2CAD_DATA or provide ../shared/data)");
-        return None;
-    };
-    let root = data.join("cadcoder-test100");
-    let Ok(text) = std::fs::read_to_string(root.join("cadquery_test_data_subset100.jsonl")) else {
-        println!("skipped: {} has no test100 programs", root.display());
-        return None;
-    };
+    let (root, text) = common::test100()?;
     let records = text.lines().map(|l| serde_json::from_str(l).expect("jsonl line")).collect();
     Some((root, records))
 }

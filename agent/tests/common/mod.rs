@@ -127,19 +127,25 @@ pub fn box_sketch() -> serde_json::Value {
         {"type": "line", "start": [0.7, 0.4], "end": [0.4, 0.4]}, {"type": "line", "start": [0.4, 0.4], "end": [0.4, 0.6]}]}})
 }
 
-/// Test100's part `id` imported with `gerd import cadcoder` into `dir` (its part folder:
-/// model.step, target.png, part.json); `None`, with a message, where ../shared/data or its
-/// test100 is absent.
-pub fn test100_part(id: &str, dir: &Path) -> Option<PathBuf> {
+/// Test100's folder and its jsonl's text; `None`, with a message, where ../shared/data or
+/// its test100 is absent.
+pub fn test100() -> Option<(PathBuf, String)> {
     let Some(data) = data_dir() else {
         println!("skipped: no test data (set VISION2CAD_DATA or provide ../shared/data)");
         return None;
     };
-    let test100 = data.join("cadcoder-test100");
-    let Ok(rows) = std::fs::read_to_string(test100.join("cadquery_test_data_subset100.jsonl")) else {
-        println!("skipped: {} has no test100 jsonl", test100.display());
+    let root = data.join("cadcoder-test100");
+    let Ok(text) = std::fs::read_to_string(root.join("cadquery_test_data_subset100.jsonl")) else {
+        println!("skipped: {} has no test100 jsonl", root.display());
         return None;
     };
+    Some((root, text))
+}
+
+/// Test100's part `id` imported with `gerd import cadcoder` into `dir` (its part folder:
+/// model.step, target.png, part.json); `None` as [`test100`].
+pub fn test100_part(id: &str, dir: &Path) -> Option<PathBuf> {
+    let (test100, rows) = test100()?;
     let row = rows.lines().find(|l| l.contains(&format!("\"{id}_0.png\""))).expect("the part's row");
     let jsonl = dir.join(format!("{id}.jsonl"));
     std::fs::write(&jsonl, format!("{row}\n")).expect("write jsonl");
