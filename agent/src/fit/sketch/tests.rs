@@ -3,6 +3,7 @@
 use super::*;
 use freecad_bridge::command::Mode;
 use freecad_bridge::state::ModelState;
+use views::NO_ENTITY;
 
 pub(crate) const SIZE: u32 = 300;
 
