@@ -1,6 +1,7 @@
 //! A step's candidate executed: its sketches solved, its feature previewed.
 
-use freecad_bridge::command::Sketch;
+use freecad_bridge::command::{Primitive, Sketch};
+use freecad_bridge::geometry::{arc_angles, circumcircle};
 use freecad_bridge::{BridgeError, Command, Preview, RefusalKind, Session};
 
 use crate::engine::{CandidateFailure, Engine, Turn, kernel};
@@ -22,6 +23,12 @@ impl Engine<'_> {
         turn: Turn,
     ) -> Result<Result<Preview, CandidateFailure>, LoopError> {
         self.dropped.clear();
+        // An arc that goes the long way round a circle wider than the whole view is a
+        // drawing's slip (its middle point on the wrong side of its ends), not a feature.
+        let view = f64::from(self.config.view_size) * self.pixel();
+        if let Some((i, note)) = sketches.iter().enumerate().find_map(|(i, s)| Some((i, runaway_arc_note(s, view)?))) {
+            return Ok(Err(CandidateFailure { reason: note, redraw_sketch: Some(i) }));
+        }
         for (i, sketch) in sketches.iter_mut().enumerate() {
             let c = Command::Sketch(sketch.clone());
             match kernel(&mut self.timing, session, |s| s.execute(&c)) {
@@ -132,6 +139,28 @@ pub(crate) fn dropped_constraints(sketch: &Sketch, labels: &[String]) -> Vec<Str
         .collect()
 }
 
+/// The first three-point arc of `sketch` that sweeps more than a half turn on a circle wider
+/// than `view` (model units), in the drawing's own names; `None` where none does. Its middle
+/// point, a hair off the line through its ends and outside them, sends it round a circle
+/// metres across: a simulated reader's 0.3 mm strip was drawn so, and the part became a
+/// blob 2.4 m wide (test100 00578255, mIoU 0.003).
+fn runaway_arc_note(sketch: &Sketch, view: f64) -> Option<String> {
+    sketch.primitives.iter().enumerate().find_map(|(k, p)| {
+        let Primitive::Arc { start, mid, end, construction: false } = *p else { return None };
+        let (center, radius) = circumcircle(start, mid, end)?;
+        let turn = arc_angles(start, mid, end, center).1.abs().to_degrees();
+        (turn > 180.0 && 2.0 * radius > view).then(|| {
+            format!(
+                "in sketch {}, arc g{k} goes the long way round: from its start through its middle point to its end it \
+                 turns {turn:.0} degrees on a circle {:.0} mm across, wider than the whole view (its middle point \
+                 belongs between its ends, on the side the arc bulges to)",
+                sketch.name,
+                2.0 * radius
+            )
+        })
+    })
+}
+
 /// Where two curves of `sketch` cross each other away from their ends, in the drawing's own
 /// names (`g0`, `g2`); `None` where none do.
 fn crossing_note(sketch: &Sketch) -> Option<String> {
@@ -152,6 +181,39 @@ mod tests {
     use freecad_bridge::command::{Constraint, Primitive};
 
     use super::*;
+
+    #[test]
+    fn an_arc_the_long_way_round_a_circle_wider_than_the_view_is_named_and_a_corner_is_not() {
+        let sketch = |primitives| Sketch {
+            name: "S2".into(),
+            on: "F1".into(),
+            primitives,
+            constraints: Vec::new(),
+            auto_coincident: true,
+        };
+        let line = |start, end| Primitive::Line { start, end, construction: false };
+        let arc = |start, mid, end| Primitive::Arc { start, mid, end, construction: false };
+        // A strip 0.4 wide whose end arc's middle point lies a hair off the line through its
+        // ends and outside them (test100 00578255's): round a circle 2.4 m across.
+        let strip = sketch(vec![
+            arc([22.51, 0.92], [22.71 - 0.4 * 2400.0, 0.12 - 1.6 * 600.0], [22.92, -0.68]),
+            line([22.92, -0.68], [21.6, -0.44]),
+            line([21.6, -0.44], [22.51, 0.92]),
+        ]);
+        let note = runaway_arc_note(&strip, 151.5).expect("the arc runs away");
+        assert!(note.starts_with("in sketch S2, arc g0 goes the long way round"), "{note}");
+        // A keyhole's round end sweeps 300 degrees on a circle well inside the view: no slip.
+        let keyhole = sketch(vec![
+            arc([1.0, 1.732], [-2.0, 0.0], [1.0, -1.732]),
+            line([1.0, -1.732], [10.0, -1.0]),
+            line([10.0, -1.0], [10.0, 1.0]),
+            line([10.0, 1.0], [1.0, 1.732]),
+        ]);
+        assert_eq!(runaway_arc_note(&keyhole, 151.5), None);
+        // A shallow arc of a huge circle (a nearly straight side) sweeps little: no slip.
+        let shallow = sketch(vec![arc([0.0, 0.0], [50.0, 0.1], [100.0, 0.0]), line([100.0, 0.0], [0.0, 0.0])]);
+        assert_eq!(runaway_arc_note(&shallow, 151.5), None);
+    }
 
     #[test]
     fn a_dropped_constraint_is_named_as_the_model_wrote_it() {

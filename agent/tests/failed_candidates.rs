@@ -1,7 +1,8 @@
 //! Candidates that do not build, against a real FreeCAD with the scripted backend: a drawing
 //! whose curves cross is drawn again, told which curves; a step no candidate gets through is
-//! set aside and the loop goes on from the model as it was (`max_skipped_steps`); a redrawn
-//! candidate in a new body is built in that body; a hole drawn across its outline is moved in.
+//! set aside and the loop goes on from the model as it was (`max_skipped_steps`); an arc
+//! drawn the long way round is drawn again, told which arc; a redrawn candidate in a new body
+//! is built in that body; a hole drawn across its outline is moved in.
 
 mod common;
 
@@ -149,6 +150,42 @@ fn a_drawing_whose_curves_cross_is_drawn_again_told_which_curves() {
     let redraw = events.iter().filter(|e| e["stage"] == "stage2").nth(1).expect("a second drawing");
     let text = redraw["request"]["text"].as_str().expect("text");
     assert!(text.contains("your last drawing of this sketch did not build") && text.contains("curves g0 and g2 cross"));
+    let done = outcome(&out);
+    assert_eq!((done["steps"].as_u64(), done["failed_candidates"].as_u64()), (Some(1), Some(1)), "{done}");
+}
+
+/// The block's rectangle with its top side an arc whose middle point lies a hair off the
+/// line through its ends, beyond them: round a circle far wider than the view.
+fn runaway_arc_sketch() -> Value {
+    serde_json::json!({"stage": "stage2", "answer": {"primitives": [
+        {"type": "line", "start": [0.4, 0.4], "end": [0.7, 0.4]}, {"type": "line", "start": [0.7, 0.4], "end": [0.7, 0.6]},
+        {"type": "arc", "start": [0.7, 0.6], "mid": [0.9, 0.6004], "end": [0.4, 0.6]},
+        {"type": "line", "start": [0.4, 0.6], "end": [0.4, 0.4]}]}})
+}
+
+#[test]
+fn an_arc_drawn_the_long_way_round_is_drawn_again_told_which_arc() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = target_image(&example_path("box"), dir.path());
+    let accept = serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": []}});
+    let end = serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}});
+    let script = dir.path().join("script.jsonl");
+    write_script(&script, &[box_plan(), runaway_arc_sketch(), box_sketch(), accept, end]);
+    let out = dir.path().join("out");
+    let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let events = trace(&out);
+    let failed = failed_executions(&events);
+    assert_eq!(failed.len(), 1, "{events:?}");
+    assert!(failed[0].starts_with("in sketch S1, arc g2 goes the long way round"), "{}", failed[0]);
+    let stages: Vec<&str> = events.iter().filter_map(|e| e["stage"].as_str()).collect();
+    assert_eq!(stages, ["stage1", "stage2", "stage2", "stage3", "stage1"]);
+    let redraw = events.iter().filter(|e| e["stage"] == "stage2").nth(1).expect("a second drawing");
+    let text = redraw["request"]["text"].as_str().expect("text");
+    assert!(
+        text.contains("your last drawing of this sketch did not build") && text.contains("arc g2 goes the long way")
+    );
+    // The block as redrawn is committed: no blob metres across.
     let done = outcome(&out);
     assert_eq!((done["steps"].as_u64(), done["failed_candidates"].as_u64()), (Some(1), Some(1)), "{done}");
 }
