@@ -499,7 +499,11 @@ fn fit_feature(
         report.model_px = [proposal.before_px, proposal.after_px];
         report.regular = proposal.regular;
         report.moved = None;
-        if !super::worth_building(proposal.before_px, proposal.after_px) {
+        // A drawing the model drew off regular, made regular, needs only to agree no worse.
+        let made_regular = proposal.regular.any();
+        if !super::worth_building(proposal.before_px, proposal.after_px)
+            && !(made_regular && super::regular::no_worse(proposal.before_px, proposal.after_px))
+        {
             report.dropped = Some(super::not_worth_building(proposal.before_px, proposal.after_px));
             continue;
         }
@@ -545,7 +549,11 @@ fn fit_feature(
         let p = &after.picture;
         let moved = moved_edges((&before.ids, before.alignment()), (&p.ids, p.alignment()), target);
         report.moved = Some(moved);
-        if !moved.agrees_better(&before.agreement, &p.agreement) {
+        if !moved.agrees_better(&before.agreement, &p.agreement)
+            && !(made_regular
+                && super::regular::no_worse(before.agreement.cost(), p.agreement.cost())
+                && super::regular::no_worse(moved.before_px, moved.after_px))
+        {
             report.dropped = Some(format!(
                 "in the rebuilt model the moved edges lie {:.2} px from the target's lines against {:.2} px before \
                  ({} pixels changed), and all its edges {:.3} px against {:.3} px",

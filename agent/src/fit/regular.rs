@@ -35,6 +35,13 @@ pub const REACH_PX: f64 = 10.0;
 /// above the free fit's.
 pub const SLACK_PX: f64 = 0.1;
 
+/// Whether a drawing made regular agrees no worse than before (`before_px` to `after_px`,
+/// within [`SLACK_PX`]): at END, one the model drew off regular is kept so, though it gains
+/// less than a drawing moved freely must ([`super::MIN_GAIN`]).
+pub fn no_worse(before_px: f64, after_px: f64) -> bool {
+    after_px <= before_px + SLACK_PX
+}
+
 /// A centre of the drawing: a circle's or centre-form arc's (a number), or a three-point
 /// arc's (from its points).
 #[derive(Debug, Clone, Copy, PartialEq)]
