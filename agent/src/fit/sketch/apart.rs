@@ -36,6 +36,12 @@ pub(super) struct Apart {
     /// Line `a` (two point indices), line `b`, the sign of `b`'s side of `a` as drawn, and
     /// the least width the wall keeps (model units).
     walls: Vec<([usize; 2], [usize; 2], f64, f64)>,
+    /// Lines (two point indices) and the least length each keeps (model units), by the
+    /// walls' rule, where a line is the bottom of a U ([`u_bottom`]): its length is the wall
+    /// between the U's sides, and one gone to nothing changes the structure. A comb's leg, its two sides drawn 6 and 21 degrees off
+    /// upright by a simulated reader (no wall as drawn), had both sides put on one line of
+    /// the target and its foot shrunk from 4.6 mm to 0.04 (test100 00694405, 0.49 -> 0.44).
+    lines: Vec<([usize; 2], f64)>,
 }
 
 impl Apart {
@@ -50,6 +56,14 @@ impl Apart {
                 _ => None,
             })
             .collect();
+        let lines_kept = lines
+            .iter()
+            .filter(|&&line| u_bottom(n, &lines, line))
+            .filter_map(|&[a, b]| {
+                let length = distance(n, a, b);
+                (length >= least).then_some(([a, b], (length * KEPT_SHARE).min(measured)))
+            })
+            .collect();
         let mut walls = Vec::new();
         for (i, &p) in lines.iter().enumerate() {
             for &q in &lines[i + 1..] {
@@ -62,14 +76,52 @@ impl Apart {
                 }
             }
         }
-        Apart { walls }
+        Apart { walls, lines: lines_kept }
     }
 
     /// Whether every wall of the drawing is still at least its least width wide, on its side
     /// as drawn.
     pub(super) fn kept(&self, n: &Numbers) -> bool {
         self.walls.iter().all(|&(p, q, sign, least)| offset(n, p, q).is_some_and(|d| d * sign >= least))
+            && self.lines.iter().all(|&([a, b], least)| distance(n, a, b) >= least)
     }
+}
+
+/// Whether `line` is the bottom of a U among `lines`: one line leaves each of its ends, both
+/// to the same side of it, at least [`U_SIDE`] across it and about the same way
+/// ([`U_PARALLEL`]): a leg's foot, a slot's floor, a rectangle's side. Its length is the width between the U's sides.
+fn u_bottom(n: &Numbers, lines: &[[usize; 2]], [a, b]: [usize; 2]) -> bool {
+    let leaving = |end: usize| -> Option<[f64; 2]> {
+        let mut others = lines.iter().filter(|l| **l != [a, b] && l.contains(&end));
+        let other = others.next()?;
+        if others.next().is_some() {
+            return None;
+        }
+        let far = if other[0] == end { other[1] } else { other[0] };
+        let (p, q) = (n.points[end], n.points[far]);
+        let length = distance(n, end, far);
+        (length > 0.0).then(|| [(q[0] - p[0]) / length, (q[1] - p[1]) / length])
+    };
+    let length = distance(n, a, b);
+    let (Some(u), Some(v)) = (leaving(a), leaving(b)) else { return false };
+    if length <= 0.0 {
+        return false;
+    }
+    let normal = [-(n.points[b][1] - n.points[a][1]) / length, (n.points[b][0] - n.points[a][0]) / length];
+    let (su, sv) = (u[0] * normal[0] + u[1] * normal[1], v[0] * normal[0] + v[1] * normal[1]);
+    su * sv > 0.0 && su.abs() >= U_SIDE && sv.abs() >= U_SIDE && u[0] * v[0] + u[1] * v[1] >= U_PARALLEL
+}
+
+/// See [`u_bottom`]: the sine of 30 degrees ...
+const U_SIDE: f64 = 0.5;
+/// ... and the U's sides run within 30 degrees of each other (the cosine): a convex hole's
+/// sides, each between two turning 60 degrees, are no U (a simulated reader's hexagonal
+/// holes, their sides kept, were fitted into a profile FreeCAD refused: test100 00118368).
+const U_PARALLEL: f64 = 0.866;
+
+/// The distance between points `a` and `b` of `n`.
+fn distance(n: &Numbers, a: usize, b: usize) -> f64 {
+    (n.points[a][0] - n.points[b][0]).hypot(n.points[a][1] - n.points[b][1])
 }
 
 /// The signed distance of line `q`'s middle from line `p` (positive on `p`'s left), where
@@ -151,6 +203,57 @@ mod tests {
         let apart = Apart::of(&n, &shapes, 2.0);
         assert!(apart.kept(&right_side_at(&n, 17.4)));
         assert!(!apart.kept(&right_side_at(&n, 17.6)));
+    }
+
+    /// A comb's profile as a simulated reader drew it (test100 00694405): a bar on three legs,
+    /// the middle leg's sides 6 and 21 degrees off upright.
+    fn comb() -> (Numbers, Vec<(usize, Shape)>) {
+        let points = vec![
+            [-26.79, -2.48],
+            [-25.47, 1.06],
+            [-3.35, 2.76],
+            [-2.63, -3.8],
+            [1.92, -4.43],
+            [-0.53, 1.92],
+            [27.86, 2.58],
+            [27.91, -1.65],
+            [34.24, -1.84],
+            [31.47, 5.26],
+            [-31.48, 3.74],
+            [-28.99, -2.99],
+        ];
+        let shapes = (0..12).map(|k| (k, Shape::Line { a: k, b: (k + 1) % 12 })).collect();
+        (Numbers { points, radii: Vec::new(), depth_scale: 1.0 }, shapes)
+    }
+
+    #[test]
+    fn a_legs_foot_keeps_its_width_though_its_sides_are_drawn_askew_and_a_hexagons_sides_may_shrink() {
+        // 3.3 px to the unit: the foot, 4.6 long, keeps 3.4; the search put both sides on one
+        // line of the target, the foot 0.04 long.
+        let (n, shapes) = comb();
+        let apart = Apart::of(&n, &shapes, 3.3);
+        assert!(apart.kept(&n));
+        let mut collapsed = n.clone();
+        collapsed.points[3] = [-0.21, -2.36];
+        collapsed.points[4] = [-0.2, -2.35];
+        assert!(!apart.kept(&collapsed));
+        // Thinned by a fifth: kept.
+        let mut thinned = n.clone();
+        thinned.points[4] = [1.0, -4.3];
+        assert!(apart.kept(&thinned));
+        // A hexagonal hole's sides are no U: each may shrink (a convex polygon's neighbours turn
+        // 60 degrees each way).
+        let hexagon: Vec<[f64; 2]> = (0..6)
+            .map(|k| {
+                let a = std::f64::consts::PI / 3.0 * k as f64;
+                [5.0 * a.cos(), 5.0 * a.sin()]
+            })
+            .collect();
+        let n = Numbers { points: hexagon, radii: Vec::new(), depth_scale: 1.0 };
+        let shapes: Vec<(usize, Shape)> = (0..6).map(|k| (k, Shape::Line { a: k, b: (k + 1) % 6 })).collect();
+        let mut shrunk = n.clone();
+        shrunk.points[1] = [n.points[0][0] - 0.1, n.points[0][1] + 0.3];
+        assert!(Apart::of(&n, &shapes, 3.3).kept(&shrunk));
     }
 
     #[test]
