@@ -499,8 +499,8 @@ fn fit_feature(
         report.model_px = [proposal.before_px, proposal.after_px];
         report.regular = proposal.regular;
         report.moved = None;
-        // A drawing the model drew off regular, made regular, needs only to agree no worse.
-        let made_regular = proposal.regular.any();
+        // A drawing the model read off square, squared, needs only to agree no worse.
+        let made_regular = proposal.regular.squared > 0 && super::regular::read_off_square(&drawn);
         if !super::worth_building(proposal.before_px, proposal.after_px)
             && !(made_regular && super::regular::no_worse(proposal.before_px, proposal.after_px))
         {
@@ -550,9 +550,7 @@ fn fit_feature(
         let moved = moved_edges((&before.ids, before.alignment()), (&p.ids, p.alignment()), target);
         report.moved = Some(moved);
         if !moved.agrees_better(&before.agreement, &p.agreement)
-            && !(made_regular
-                && super::regular::no_worse(before.agreement.cost(), p.agreement.cost())
-                && super::regular::no_worse(moved.before_px, moved.after_px))
+            && !(made_regular && super::regular::seen_no_worse(&moved, &before.agreement, &p.agreement))
         {
             report.dropped = Some(format!(
                 "in the rebuilt model the moved edges lie {:.2} px from the target's lines against {:.2} px before \
