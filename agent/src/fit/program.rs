@@ -501,9 +501,9 @@ fn fit_feature(
         report.moved = None;
         // A drawing the model read off square, squared, needs only to agree no worse.
         let made_regular = proposal.regular.squared > 0 && super::regular::read_off_square(&drawn);
-        if !super::worth_building(proposal.before_px, proposal.after_px)
-            && !(made_regular && super::regular::no_worse(proposal.before_px, proposal.after_px))
-        {
+        let worth = super::worth_building(proposal.before_px, proposal.after_px)
+            || (made_regular && super::regular::no_worse(proposal.before_px, proposal.after_px));
+        if !worth {
             report.dropped = Some(super::not_worth_building(proposal.before_px, proposal.after_px));
             continue;
         }
@@ -549,9 +549,9 @@ fn fit_feature(
         let p = &after.picture;
         let moved = moved_edges((&before.ids, before.alignment()), (&p.ids, p.alignment()), target);
         report.moved = Some(moved);
-        if !moved.agrees_better(&before.agreement, &p.agreement)
-            && !(made_regular && super::regular::seen_no_worse(&moved, &before.agreement, &p.agreement))
-        {
+        let agrees = moved.agrees_better(&before.agreement, &p.agreement)
+            || (made_regular && super::regular::seen_no_worse(&moved, &before.agreement, &p.agreement));
+        if !agrees {
             report.dropped = Some(format!(
                 "in the rebuilt model the moved edges lie {:.2} px from the target's lines against {:.2} px before \
                  ({} pixels changed), and all its edges {:.3} px against {:.3} px",
