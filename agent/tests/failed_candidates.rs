@@ -125,33 +125,36 @@ fn bow_tie_sketch() -> Value {
         {"type": "line", "start": [0.7, 0.6], "end": [0.4, 0.4]}, {"type": "line", "start": [0.4, 0.4], "end": [0.4, 0.6]}]}})
 }
 
-#[test]
-fn a_drawing_whose_curves_cross_is_drawn_again_told_which_curves() {
+/// A run whose block is first drawn as `first`, which does not build, then as it should be:
+/// the one failure's error, after checking that the plan was kept (Stage 2 again, with the
+/// reason `told`, and no second Stage 1) and the block committed.
+fn drawn_again(first: Value, told: &str) -> String {
     let dir = tempfile::tempdir().expect("tempdir");
     let image = target_image(&example_path("box"), dir.path());
     let accept = serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": []}});
     let end = serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}});
     let script = dir.path().join("script.jsonl");
-    write_script(&script, &[box_plan(), bow_tie_sketch(), box_sketch(), accept, end]);
+    write_script(&script, &[box_plan(), first, box_sketch(), accept, end]);
     let out = dir.path().join("out");
     let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let events = trace(&out);
     let failed = failed_executions(&events);
     assert_eq!(failed.len(), 1, "{events:?}");
-    assert!(
-        failed[0].contains("in sketch S1, curves g0 and g2 cross each other 50% of the way along g0"),
-        "{}",
-        failed[0]
-    );
-    // The plan is kept: Stage 2 again, with the reason, and no second Stage 1.
     let stages: Vec<&str> = events.iter().filter_map(|e| e["stage"].as_str()).collect();
     assert_eq!(stages, ["stage1", "stage2", "stage2", "stage3", "stage1"]);
     let redraw = events.iter().filter(|e| e["stage"] == "stage2").nth(1).expect("a second drawing");
     let text = redraw["request"]["text"].as_str().expect("text");
-    assert!(text.contains("your last drawing of this sketch did not build") && text.contains("curves g0 and g2 cross"));
+    assert!(text.contains("your last drawing of this sketch did not build") && text.contains(told), "{text}");
     let done = outcome(&out);
     assert_eq!((done["steps"].as_u64(), done["failed_candidates"].as_u64()), (Some(1), Some(1)), "{done}");
+    failed[0].to_string()
+}
+
+#[test]
+fn a_drawing_whose_curves_cross_is_drawn_again_told_which_curves() {
+    let failed = drawn_again(bow_tie_sketch(), "curves g0 and g2 cross");
+    assert!(failed.contains("in sketch S1, curves g0 and g2 cross each other 50% of the way along g0"), "{failed}");
 }
 
 /// The block's rectangle with its top side an arc whose middle point lies a hair off the
@@ -165,29 +168,9 @@ fn runaway_arc_sketch() -> Value {
 
 #[test]
 fn an_arc_drawn_the_long_way_round_is_drawn_again_told_which_arc() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let image = target_image(&example_path("box"), dir.path());
-    let accept = serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": []}});
-    let end = serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}});
-    let script = dir.path().join("script.jsonl");
-    write_script(&script, &[box_plan(), runaway_arc_sketch(), box_sketch(), accept, end]);
-    let out = dir.path().join("out");
-    let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-    let events = trace(&out);
-    let failed = failed_executions(&events);
-    assert_eq!(failed.len(), 1, "{events:?}");
-    assert!(failed[0].starts_with("in sketch S1, arc g2 goes the long way round"), "{}", failed[0]);
-    let stages: Vec<&str> = events.iter().filter_map(|e| e["stage"].as_str()).collect();
-    assert_eq!(stages, ["stage1", "stage2", "stage2", "stage3", "stage1"]);
-    let redraw = events.iter().filter(|e| e["stage"] == "stage2").nth(1).expect("a second drawing");
-    let text = redraw["request"]["text"].as_str().expect("text");
-    assert!(
-        text.contains("your last drawing of this sketch did not build") && text.contains("arc g2 goes the long way")
-    );
-    // The block as redrawn is committed: no blob metres across.
-    let done = outcome(&out);
-    assert_eq!((done["steps"].as_u64(), done["failed_candidates"].as_u64()), (Some(1), Some(1)), "{done}");
+    // The block as redrawn is committed ([`drawn_again`]): no blob metres across.
+    let failed = drawn_again(runaway_arc_sketch(), "arc g2 goes the long way");
+    assert!(failed.starts_with("in sketch S1, arc g2 goes the long way round"), "{failed}");
 }
 
 #[test]

@@ -494,13 +494,14 @@ fn fit_feature(
     let mut report = FitReport::unmoved(before.agreement, [0.0, 0.0]);
     let mut kept = None;
     let mut dropped = Vec::new();
+    let read_off_square = super::regular::read_off_square(&drawn);
     for proposal in proposal.tries() {
         dropped.extend(report.dropped.take());
         report.model_px = [proposal.before_px, proposal.after_px];
         report.regular = proposal.regular;
         report.moved = None;
         // A drawing the model read off square, squared, needs only to agree no worse.
-        let made_regular = proposal.regular.squared > 0 && super::regular::read_off_square(&drawn);
+        let made_regular = proposal.regular.squared > 0 && read_off_square;
         let worth = super::worth_building(proposal.before_px, proposal.after_px)
             || (made_regular && super::regular::no_worse(proposal.before_px, proposal.after_px));
         if !worth {

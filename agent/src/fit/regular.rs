@@ -17,7 +17,7 @@
 //! one is not taken.
 
 use freecad_bridge::command::{Primitive, Sketch};
-use freecad_bridge::geometry::circumcircle;
+use freecad_bridge::geometry::{circumcircle, distance_2d};
 use serde::{Deserialize, Serialize};
 
 use super::sketch::{Numbers, Shape};
@@ -74,17 +74,23 @@ pub fn read_off_square(sketch: &Sketch) -> bool {
         })
         .collect();
     let scale = lines.iter().flat_map(|(a, b)| [a, b]).flatten().fold(1.0f64, |m, v| m.max(v.abs()));
-    let meet = |p: [f64; 2], q: [f64; 2]| (p[0] - q[0]).hypot(p[1] - q[1]) <= 1e-9 * scale;
+    let meet = |p: [f64; 2], q: [f64; 2]| distance_2d(p, q) <= 1e-9 * scale;
     let (near, off) = (ANGLE_DEGREES.to_radians().sin(), OFF_SQUARE_DEGREES.to_radians().sin());
     lines.iter().enumerate().any(|(i, &(a, b))| {
         lines[i + 1..].iter().any(|&(c, d)| {
             let corner = meet(a, c) || meet(a, d) || meet(b, c) || meet(b, d);
-            let (u, v) = ([b[0] - a[0], b[1] - a[1]], [d[0] - c[0], d[1] - c[1]]);
-            let lengths = u[0].hypot(u[1]) * v[0].hypot(v[1]);
-            let cos = if lengths > 0.0 { (u[0] * v[0] + u[1] * v[1]).abs() / lengths } else { 0.0 };
+            let cos = cos_between((a, b), (c, d));
             corner && cos < near && cos > off
         })
     })
+}
+
+/// The cosine of the angle between lines `(a, b)` and `(c, d)`, either way round (0 where
+/// one has no length).
+fn cos_between((a, b): ([f64; 2], [f64; 2]), (c, d): ([f64; 2], [f64; 2])) -> f64 {
+    let (u, v) = ([b[0] - a[0], b[1] - a[1]], [d[0] - c[0], d[1] - c[1]]);
+    let lengths = u[0].hypot(u[1]) * v[0].hypot(v[1]);
+    if lengths > 0.0 { (u[0] * v[0] + u[1] * v[1]).abs() / lengths } else { 0.0 }
 }
 
 /// A centre of the drawing: a circle's or centre-form arc's (a number), or a three-point
@@ -175,10 +181,7 @@ pub(super) fn find(
     // end read off the line): the two are squared together.
     let continuing = CONTINUING_DEGREES.to_radians().cos();
     let runs_on = |a: usize, b: usize, c: usize, d: usize| {
-        let (p, q, r, s) = (n.points[a], n.points[b], n.points[c], n.points[d]);
-        let (u, v) = ([q[0] - p[0], q[1] - p[1]], [s[0] - r[0], s[1] - r[1]]);
-        let lengths = u[0].hypot(u[1]) * v[0].hypot(v[1]);
-        lengths > 0.0 && (u[0] * v[0] + u[1] * v[1]).abs() >= continuing * lengths
+        cos_between((n.points[a], n.points[b]), (n.points[c], n.points[d])) >= continuing
     };
     let lines: Vec<(usize, usize)> = shapes
         .iter()

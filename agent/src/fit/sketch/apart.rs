@@ -11,6 +11,8 @@
 //! A simulated reader's square tube (test100 00141107) had two walls pulled onto its outline
 //! (IoU 0.725); kept apart, they were measured (0.863).
 
+use freecad_bridge::geometry::distance_2d;
+
 use super::{Numbers, Shape};
 
 /// A wall drawn at least this wide (pixels of the outline) is kept apart; a narrower one is
@@ -121,7 +123,7 @@ const U_PARALLEL: f64 = 0.866;
 
 /// The distance between points `a` and `b` of `n`.
 fn distance(n: &Numbers, a: usize, b: usize) -> f64 {
-    (n.points[a][0] - n.points[b][0]).hypot(n.points[a][1] - n.points[b][1])
+    distance_2d(n.points[a], n.points[b])
 }
 
 /// The signed distance of line `q`'s middle from line `p` (positive on `p`'s left), where
