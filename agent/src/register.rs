@@ -194,6 +194,8 @@ impl Target {
             width,
             height,
             ink: self.ink(&self.line_pixels()),
+            luma: self.image.pixels().map(|p| luma(p) as f32).collect(),
+            paper: luma(&image::Rgb(self.background)),
             per_framed: self.radius_px / (f64::from(size) * fill / 2.0),
             centre: self.center_px,
             framed_centre: f64::from(size) / 2.0,

@@ -33,6 +33,7 @@ pub mod path;
 pub mod program;
 pub mod regular;
 pub mod rename;
+pub mod round_side;
 pub mod sketch;
 pub mod sweep;
 pub mod thickness;
@@ -163,6 +164,11 @@ pub struct NativeLines {
     /// by half, and only one of them passes the line threshold: its centre read from the
     /// pixels that pass lay half a pixel off (an exact L bracket's leg measured 0.8 px thin).
     pub ink: Vec<f32>,
+    /// Row by row: each pixel's brightness (0 to 255), and the paper's around the part: a
+    /// turned surface's outline is where the part meets the paper, and no renderer need draw
+    /// a line there ([`round_side`]). Empty where the image is not kept.
+    pub luma: Vec<f32>,
+    pub paper: f64,
     /// The image's pixels per pixel of the framed pictures.
     pub per_framed: f64,
     /// The image's point at the framed picture's centre, and that centre (framed pixels).
@@ -184,6 +190,15 @@ impl NativeLines {
             return 0.0;
         }
         f64::from(self.ink[j as usize * self.width as usize + i as usize])
+    }
+
+    /// The image's brightness at a point, bilinear between pixel centres (`None` off the
+    /// image, or where it is not kept).
+    pub fn luma_at(&self, x: f64, y: f64) -> Option<f64> {
+        let (w, h) = (i64::from(self.width), i64::from(self.height));
+        let inside = x >= 0.5 && y >= 0.5 && x <= (w as f64) - 0.5 && y <= (h as f64) - 0.5;
+        (inside && self.luma.len() == self.ink.len())
+            .then(|| bilinear(x, y, |i, j| f64::from(self.luma[(j.clamp(0, h - 1) * w + i.clamp(0, w - 1)) as usize])))
     }
 }
 
@@ -334,6 +349,9 @@ pub struct FitReport {
     /// Thin walls beside a profile's inner lines, measured across them ([`wall`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub walls: Vec<wall::Measured>,
+    /// Round sides' radii measured across their outlines ([`round_side`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_sides: Vec<round_side::Measured>,
     /// What the fit made regular in the drawing ([`regular`]).
     #[serde(default, skip_serializing_if = "is_nothing")]
     pub regular: regular::Regularised,
@@ -357,6 +375,7 @@ impl FitReport {
             dropped: None,
             thickness: None,
             walls: Vec::new(),
+            round_sides: Vec::new(),
             regular: regular::Regularised::default(),
             evaluations: 0,
             seconds: 0.0,

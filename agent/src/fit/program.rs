@@ -25,6 +25,8 @@ use super::dimensions::Existing;
 use super::{Agreement, FitReport, TargetPixels, agreement, describe_changes, feature_of, moved_edges, sketch};
 use super::{edge_size, path, rename, thickness, wall};
 
+mod round;
+
 /// What the fit at END did to one feature.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FeatureFit {
@@ -323,20 +325,11 @@ pub fn fit_program(
         })
         .flatten()
         .collect();
-    for k in 0..current.commands.len() {
-        let Some(j) = profile_indices(&current.commands[..k], &current.commands[k]).first().copied() else { continue };
-        let feature_started = Instant::now();
-        let Some((mut report, kept)) = fit_walls(session, &mut done, (&current, &built), (j, k), &inner, &view)? else {
-            continue;
-        };
-        holds_current = kept.is_some() || (holds_current && report.evaluations == 0);
-        if let Some(after) = kept {
-            current = after.solved.clone();
-            built = after;
-        }
-        report.seconds = feature_started.elapsed().as_secs_f64();
-        done.features.push(FeatureFit { command: k, report, undone: false });
-    }
+    let state = (&mut current, &mut built, &mut holds_current);
+    each_feature(session, &mut done, state, |s, d, cb, jk| fit_walls(s, d, cb, jk, &inner, &view))?;
+    // Then the round sides' radii, measured across their outlines ([`super::round_side`]).
+    let state = (&mut current, &mut built, &mut holds_current);
+    each_feature(session, &mut done, state, |s, d, cb, jk| round::fit_round_sides(s, d, cb, jk, &view))?;
     // Then the fillets' radii and the chamfers' sizes, searched on rebuilt models ([`edge_size`]).
     for k in 0..current.commands.len() {
         let Some((what, size)) = edge_size::size_of(&current.commands[k]) else { continue };
@@ -432,6 +425,30 @@ fn in_rounds(
         if !moved {
             break;
         }
+    }
+    Ok(())
+}
+
+/// Fit each feature (`k`, on its first sketch `j`) of the program once with `fit`, in order;
+/// the program, its build and whether the session holds it (`state`) follow each kept fit,
+/// and each report is recorded.
+fn each_feature(
+    session: &mut Session,
+    done: &mut ProgramFit,
+    (current, built, holds_current): (&mut Program, &mut Build, &mut bool),
+    mut fit: impl FnMut(&mut Session, &mut ProgramFit, (&Program, &Build), (usize, usize)) -> Round,
+) -> Result<(), BridgeError> {
+    for k in 0..current.commands.len() {
+        let Some(j) = profile_indices(&current.commands[..k], &current.commands[k]).first().copied() else { continue };
+        let feature_started = Instant::now();
+        let Some((mut report, kept)) = fit(session, done, (current, built), (j, k))? else { continue };
+        *holds_current = kept.is_some() || (*holds_current && report.evaluations == 0);
+        if let Some(after) = kept {
+            *current = after.solved.clone();
+            *built = after;
+        }
+        report.seconds = feature_started.elapsed().as_secs_f64();
+        done.features.push(FeatureFit { command: k, report, undone: false });
     }
     Ok(())
 }
@@ -692,7 +709,7 @@ fn fit_walls(
     (j, k): (usize, usize),
     inner: &[[Point3; 2]],
     view: &View<'_>,
-) -> Result<Option<(FitReport, Option<Build>)>, BridgeError> {
+) -> Round {
     let (Command::Extrude(_), Command::Sketch(sketch), Some(frame)) =
         (&current.commands[k], &current.commands[j], built.frames[j])
     else {

@@ -563,6 +563,8 @@ mod tests {
             width: size,
             height: size,
             ink: segments_at(&edges(actual), size).iter().map(|&on| f32::from(u8::from(on))).collect(),
+            luma: Vec::new(),
+            paper: 255.0,
             per_framed: f64::from(per_framed),
             centre: [f64::from(size) / 2.0; 2],
             framed_centre: f64::from(SIZE) / 2.0,
