@@ -782,11 +782,17 @@ fn fit_walls(
         }
         Some(_) => None,
     };
+    settle(report, current, (j, k), after)
+}
+
+/// A measured fit of feature `k` (on sketch `j`) of `current`, rebuilt as `after`: dropped
+/// where the report says why, else kept, with the rebuilt agreement and what moved.
+fn settle(mut report: FitReport, current: &Program, (j, k): (usize, usize), after: Build) -> Round {
     if report.dropped.is_some() {
         return Ok(Some((report, None)));
     }
     report.after = after.picture.agreement;
-    if let Command::Sketch(solved) = &after.solved.commands[j] {
+    if let (Command::Sketch(sketch), Command::Sketch(solved)) = (&current.commands[j], &after.solved.commands[j]) {
         describe_changes(&mut report, sketch, solved, &current.commands[k], &after.solved.commands[k]);
     }
     Ok(Some((report, Some(after))))

@@ -17,13 +17,13 @@
 //! distances between the two edges, against the model's two radii on the picture, gives the
 //! radius's factor.
 
-use freecad_bridge::command::{Extent, Extrude, Mode, Primitive, Sketch};
+use freecad_bridge::command::{Extrude, Mode, Primitive, Sketch};
 use freecad_bridge::state::Frame;
 use nalgebra::{Point3, Vector3};
 use serde::{Deserialize, Serialize};
 use views::{Camera, IdBuffers, Projection};
 
-use super::thickness::{END_MARGIN_PX, MIN_PROFILES, Scale, median};
+use super::thickness::{END_MARGIN_PX, MIN_PROFILES, Scale, copies, median};
 use super::{Alignment, NativeLines, TargetPixels};
 
 /// How far (pixels of the model's picture) from the model's outline the target's line may
@@ -112,12 +112,7 @@ pub fn measure(
     if extrude.mode != Mode::Add {
         return Vec::new();
     }
-    let (near, far) = match extrude.extent {
-        Extent::OneSide { depth } => (0.0, if extrude.reversed { -depth } else { depth }),
-        Extent::Symmetric { depth } => (-depth / 2.0, depth / 2.0),
-        Extent::TwoSides { depth, depth2 } => (-depth2, depth),
-        Extent::ThroughAll { .. } => return Vec::new(),
-    };
+    let Some((_, [near, far])) = copies(extrude) else { return Vec::new() };
     let normal = Vector3::from(frame.normal);
     let sideways = normal.cross(&Vector3::from(camera.forward));
     if sideways.norm() < MIN_SIDEWAYS {

@@ -177,14 +177,7 @@ fn measure_sides(seen: &Seen<'_>, curves: bool) -> Option<Measured> {
     let Seen { sketch, extrude, frame, camera, ids, align, target } = *seen;
     // The two copies of the profile that bound the side: the sketch's and the far one (a
     // symmetric extent's are half a depth either way).
-    let (depth, near, far) = match extrude.extent {
-        Extent::OneSide { depth } => (depth, 0.0, if extrude.reversed { -depth } else { depth }),
-        Extent::Symmetric { depth } => (depth, -depth / 2.0, depth / 2.0),
-        Extent::TwoSides { .. } | Extent::ThroughAll { .. } => return None,
-    };
-    if depth <= 0.0 {
-        return None;
-    }
+    let (depth, [near, far]) = copies(extrude)?;
     let normal = Vector3::from(frame.normal);
     let pixel = |uv: [f64; 2], along: f64| -> Option<[f64; 2]> {
         let p = Vector3::from(frame.to_global(uv[0], uv[1])) + normal * along;
@@ -299,6 +292,18 @@ fn measure_sides(seen: &Seen<'_>, curves: bool) -> Option<Measured> {
     let model_px = median(&mut widths.iter().map(|w| w.0).collect::<Vec<_>>());
     let profiles = factors.len();
     Some(Measured { depth: depth * factor, model_px, target_px: model_px * factor, profiles, spread, curved: curves })
+}
+
+/// An extrusion's single depth and where its profile's two copies lie along the sketch's
+/// normal (the sketch's and the far one; a symmetric extent's are half a depth either way):
+/// `None` for two depths, through all, or no depth.
+pub(super) fn copies(extrude: &Extrude) -> Option<(f64, [f64; 2])> {
+    let (depth, copies) = match extrude.extent {
+        Extent::OneSide { depth } => (depth, [0.0, if extrude.reversed { -depth } else { depth }]),
+        Extent::Symmetric { depth } => (depth, [-depth / 2.0, depth / 2.0]),
+        Extent::TwoSides { .. } | Extent::ThroughAll { .. } => return None,
+    };
+    (depth > 0.0).then_some((depth, copies))
 }
 
 /// Where the line through `p0` along the unit `u` crosses the polyline `copy` (pixels along

@@ -3,10 +3,10 @@
 use freecad_bridge::command::Primitive;
 use freecad_bridge::{Command, Program, Session};
 
-use super::{Build, ProgramFit, Round, View};
+use super::{Build, ProgramFit, Round, View, settle};
+use crate::fit::FitReport;
 use crate::fit::dimensions::{Existing, follow_geometry};
 use crate::fit::round_side::{self, Measured};
-use crate::fit::{FitReport, describe_changes};
 
 /// Measure the round sides that feature `k` (on sketch `j`) of `current` as `built` adds, and
 /// give each circle measured off by more than two renderers differ its measured radius. The
@@ -81,12 +81,5 @@ pub(super) fn fit_round_sides(
         )),
         Some(_) => None,
     };
-    if report.dropped.is_some() {
-        return Ok(Some((report, None)));
-    }
-    report.after = after.picture.agreement;
-    if let Command::Sketch(solved) = &after.solved.commands[j] {
-        describe_changes(&mut report, sketch, solved, &current.commands[k], &after.solved.commands[k]);
-    }
-    Ok(Some((report, Some(after))))
+    settle(report, current, (j, k), after)
 }
