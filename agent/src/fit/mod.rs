@@ -28,6 +28,7 @@
 
 pub mod dimensions;
 pub mod edge_size;
+mod halfway;
 pub mod inside;
 pub mod path;
 pub mod program;
@@ -355,6 +356,9 @@ pub struct FitReport {
     /// What the fit made regular in the drawing ([`regular`]).
     #[serde(default, skip_serializing_if = "is_nothing")]
     pub regular: regular::Regularised,
+    /// The numbers found did not build, and this share of their move was kept ([`halfway`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part_way: Option<f64>,
     /// Candidates rebuilt and rendered.
     pub evaluations: usize,
     pub seconds: f64,
@@ -377,6 +381,7 @@ impl FitReport {
             walls: Vec::new(),
             round_sides: Vec::new(),
             regular: regular::Regularised::default(),
+            part_way: None,
             evaluations: 0,
             seconds: 0.0,
         }
@@ -405,6 +410,9 @@ impl FitReport {
             moved.push(format!("{} pairs of its circles and arcs put about one centre", self.regular.concentric));
         }
         moved.extend(self.changes.iter().map(|c| format!("{} {} -> {} mm", c.what, short(c.from), short(c.to))));
+        if let Some(share) = self.part_way {
+            moved.push(format!("{share} of the move found (the whole move did not build)"));
+        }
         format!(
             "{} (the candidate's edges {:.2} -> {:.2} px on average from the target's lines; outside the target's \
              silhouette {:.1}% -> {:.1}% of its area)",

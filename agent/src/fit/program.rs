@@ -26,6 +26,9 @@ use super::{Agreement, FitReport, TargetPixels, agreement, describe_changes, fea
 use super::{edge_size, path, rename, thickness, wall};
 
 mod round;
+mod walls;
+
+use walls::{fit_walls, settle};
 
 /// What the fit at END did to one feature.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -517,6 +520,7 @@ fn fit_feature(
         report.model_px = [proposal.before_px, proposal.after_px];
         report.regular = proposal.regular;
         report.moved = None;
+        report.part_way = None;
         // A drawing the model read off square, squared, needs only to agree no worse.
         let made_regular = proposal.regular.squared > 0 && read_off_square;
         let worth = super::worth_building(proposal.before_px, proposal.after_px)
@@ -557,11 +561,37 @@ fn fit_feature(
             sketch::Feature::Revolve { .. } | sketch::Feature::Sweep { .. } => {}
         }
         report.evaluations += 1;
+        let mut fitted = proposal.sketch.clone();
         let after = match done.build(session, &candidate, Some(built), view)? {
             Ok(after) => after,
             Err(e) => {
-                report.dropped = Some(format!("the program no longer builds with it: {}", e.error));
-                continue;
+                // Part of the way from where it was, clear of what FreeCAD refused ([`super::halfway`]).
+                let mut refused = format!("the program no longer builds with it: {}", e.error);
+                let existing = Existing { state, frame: &frame };
+                let mut part = None;
+                for share in super::halfway::SHARES {
+                    let Some(sketch) = super::halfway::sketch(&drawn, &proposal.sketch, share, Some(existing)) else {
+                        break;
+                    };
+                    let mut partway = candidate.clone();
+                    partway.commands[j] = Command::Sketch(sketch.clone());
+                    partway.commands[k] = super::halfway::feature(&current.commands[k], &candidate.commands[k], share);
+                    report.evaluations += 1;
+                    match done.build(session, &partway, Some(built), view)? {
+                        Ok(after) => {
+                            part = Some((share, sketch, partway, after));
+                            break;
+                        }
+                        Err(e) => refused.push_str(&format!("; nor {share} of the way: {}", e.error)),
+                    }
+                }
+                let Some((share, sketch, partway, after)) = part else {
+                    report.dropped = Some(refused);
+                    continue;
+                };
+                (fitted, candidate) = (sketch, partway);
+                report.part_way = Some(share);
+                after
             }
         };
         let p = &after.picture;
@@ -582,7 +612,7 @@ fn fit_feature(
             continue;
         }
         report.after = p.agreement;
-        describe_changes(&mut report, &drawn, &proposal.sketch, &current.commands[k], &candidate.commands[k]);
+        describe_changes(&mut report, &drawn, &fitted, &current.commands[k], &candidate.commands[k]);
         report.changes.extend(lift);
         kept = Some(after);
         break;
@@ -695,105 +725,6 @@ fn fit_path(
             from: radius,
             to: fitted.radius,
         });
-    }
-    Ok(Some((report, Some(after))))
-}
-
-/// Measure the walls beside the inner lines of feature `k` (an extrusion of sketch `j`) in
-/// `current` as `built`, and move those the target draws wider or narrower ([`wall`]): the
-/// report, and the new build when the move is kept. `None`: no wall of it shows.
-fn fit_walls(
-    session: &mut Session,
-    done: &mut ProgramFit,
-    (current, built): (&Program, &Build),
-    (j, k): (usize, usize),
-    inner: &[[Point3; 2]],
-    view: &View<'_>,
-) -> Round {
-    let (Command::Extrude(_), Command::Sketch(sketch), Some(frame)) =
-        (&current.commands[k], &current.commands[j], built.frames[j])
-    else {
-        return Ok(None);
-    };
-    let measure = |build: &Build| -> Vec<wall::Measured> {
-        let p = &build.picture;
-        match (&build.solved.commands[j], &build.solved.commands[k]) {
-            (Command::Sketch(s), Command::Extrude(e)) => {
-                wall::measure(s, e, &frame, &p.edges, inner, &p.camera, &p.ids, p.alignment(), view.target)
-            }
-            _ => Vec::new(),
-        }
-    };
-    let walls = measure(built);
-    if walls.is_empty() {
-        return Ok(None);
-    }
-    let before = built.picture.agreement;
-    let mut report = FitReport { walls: walls.clone(), ..FitReport::unmoved(before, [0.0, 0.0]) };
-    let moving: Vec<&wall::Measured> = walls.iter().filter(|m| m.worth_moving()).collect();
-    let moves: Vec<(usize, [f64; 2])> = moving.iter().map(|m| (m.line, m.shift)).collect();
-    if moves.is_empty() {
-        report.dropped = Some(format!(
-            "no wall's width differs by {} px and {:.1}% that at least {} profiles agree on",
-            thickness::MIN_CHANGE_PX,
-            100.0 * thickness::MIN_CHANGE_SHARE,
-            thickness::MIN_PROFILES
-        ));
-        return Ok(Some((report, None)));
-    }
-    let Some(mut fitted) = wall::shifted(sketch, &moves) else {
-        report.dropped = Some("a line to move meets a curve".into());
-        return Ok(Some((report, None)));
-    };
-    let existing = built.states[j].as_ref().map(|state| Existing { state, frame: &frame });
-    super::dimensions::follow_geometry(&mut fitted, existing);
-    let mut candidate = current.clone();
-    candidate.commands[j] = Command::Sketch(fitted);
-    report.evaluations += 1;
-    let after = match done.build(session, &candidate, Some(built), view)? {
-        Ok(after) => after,
-        Err(e) => {
-            report.dropped = Some(format!("the program no longer builds with it: {}", e.error));
-            return Ok(Some((report, None)));
-        }
-    };
-    // How far the moved lines' walls are from the target's (pixels, summed); `None` when one
-    // of them is no longer measured. The rebuilt walls must be closer (the solver keeps the
-    // drawing's constraints, which may hold a line where it was).
-    let off = |walls: &[wall::Measured]| -> Option<f64> {
-        moving
-            .iter()
-            .map(|moved| walls.iter().find(|m| m.line == moved.line).map(|m| (m.target_px - m.model_px).abs()))
-            .sum()
-    };
-    let (was, now) = (off(&walls).unwrap_or(0.0), off(&measure(&after)));
-    // A wall that grows or shrinks by more than a pixel or two must also leave the whole
-    // picture agreeing as well (the first line inward was the wall's); under that, the
-    // picture's whole-pixel alignment cannot tell, and the measurement decides.
-    let large = moving.iter().any(|m| (m.target_px - m.model_px).abs() > wall::CHECKED_PX);
-    let (cost_was, cost_now) = (before.cost(), after.picture.agreement.cost());
-    report.dropped = match now {
-        None => Some("rebuilt, a moved wall is no longer measured".into()),
-        Some(_) if large && cost_now > cost_was => Some(format!(
-            "rebuilt, the whole picture agrees less with the target (cost {cost_was:.3} -> {cost_now:.3})"
-        )),
-        Some(now) if now >= was => {
-            Some(format!("rebuilt, the moved walls differ from the target's by {now:.2} px against {was:.2} px before"))
-        }
-        Some(_) => None,
-    };
-    settle(report, current, (j, k), after)
-}
-
-/// A measured fit of feature `k` (on sketch `j`) of `current`, rebuilt as `after`: dropped
-/// where the report says why, else kept, with the rebuilt agreement and what moved.
-fn settle(mut report: FitReport, current: &Program, (j, k): (usize, usize), after: Build) -> Round {
-    if report.dropped.is_some() {
-        return Ok(Some((report, None)));
-    }
-    report.after = after.picture.agreement;
-    if let (Command::Sketch(sketch), Command::Sketch(solved)) = (&current.commands[j], &after.solved.commands[j]) {
-        describe_changes(&mut report, sketch, solved, &current.commands[k], &after.solved.commands[k]);
     }
     Ok(Some((report, Some(after))))
 }
