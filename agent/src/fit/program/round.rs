@@ -3,9 +3,9 @@
 use freecad_bridge::command::Primitive;
 use freecad_bridge::{Command, Program, Session};
 
+use super::walls::with_sketch;
 use super::{Build, ProgramFit, Round, View, settle};
 use crate::fit::FitReport;
-use crate::fit::dimensions::{Existing, follow_geometry};
 use crate::fit::round_side::{self, Measured};
 
 /// Measure the round sides that feature `k` (on sketch `j`) of `current` as `built` adds, and
@@ -50,17 +50,8 @@ pub(super) fn fit_round_sides(
             *radius = m.radius;
         }
     }
-    let existing = built.states[j].as_ref().map(|state| Existing { state, frame: &frame });
-    follow_geometry(&mut fitted, existing);
-    let mut candidate = current.clone();
-    candidate.commands[j] = Command::Sketch(fitted);
-    report.evaluations += 1;
-    let after = match done.build(session, &candidate, Some(built), view)? {
-        Ok(after) => after,
-        Err(e) => {
-            report.dropped = Some(format!("the program no longer builds with it: {}", e.error));
-            return Ok(Some((report, None)));
-        }
+    let Some(after) = with_sketch(session, done, (current, built), (j, fitted, &frame), view, &mut report)? else {
+        return Ok(Some((report, None)));
     };
     // How far the moved circles' outlines are from the target's (pixels, summed); `None`
     // when one of them is no longer measured. The solver keeps the drawing's constraints,

@@ -1,7 +1,9 @@
 //! At END, the thin walls beside the profiles' inner lines, measured across them
 //! ([`crate::fit::wall`]).
 
-use freecad_bridge::{Command, Program, Session};
+use freecad_bridge::command::Sketch;
+use freecad_bridge::state::Frame;
+use freecad_bridge::{BridgeError, Command, Program, Session};
 
 use super::{Build, ProgramFit, Round, View};
 use crate::fit::dimensions::{Existing, follow_geometry};
@@ -50,21 +52,12 @@ pub(super) fn fit_walls(
         ));
         return Ok(Some((report, None)));
     }
-    let Some(mut fitted) = wall::shifted(sketch, &moves) else {
+    let Some(fitted) = wall::shifted(sketch, &moves) else {
         report.dropped = Some("a line to move meets a curve".into());
         return Ok(Some((report, None)));
     };
-    let existing = built.states[j].as_ref().map(|state| Existing { state, frame: &frame });
-    follow_geometry(&mut fitted, existing);
-    let mut candidate = current.clone();
-    candidate.commands[j] = Command::Sketch(fitted);
-    report.evaluations += 1;
-    let after = match done.build(session, &candidate, Some(built), view)? {
-        Ok(after) => after,
-        Err(e) => {
-            report.dropped = Some(format!("the program no longer builds with it: {}", e.error));
-            return Ok(Some((report, None)));
-        }
+    let Some(after) = with_sketch(session, done, (current, built), (j, fitted, &frame), view, &mut report)? else {
+        return Ok(Some((report, None)));
     };
     // How far the moved lines' walls are from the target's (pixels, summed); `None` when one
     // of them is no longer measured. The rebuilt walls must be closer (the solver keeps the
@@ -105,4 +98,29 @@ pub(super) fn settle(mut report: FitReport, current: &Program, (j, k): (usize, u
         describe_changes(&mut report, sketch, solved, &current.commands[k], &after.solved.commands[k]);
     }
     Ok(Some((report, Some(after))))
+}
+
+/// `current` as `built`, rebuilt with sketch `j` (on `frame`) drawn as `fitted`, its stated
+/// dimensions following the measured geometry; `None`, the report saying why, where the
+/// program no longer builds.
+pub(super) fn with_sketch(
+    session: &mut Session,
+    done: &mut ProgramFit,
+    (current, built): (&Program, &Build),
+    (j, mut fitted, frame): (usize, Sketch, &Frame),
+    view: &View<'_>,
+    report: &mut FitReport,
+) -> Result<Option<Build>, BridgeError> {
+    let existing = built.states[j].as_ref().map(|state| Existing { state, frame });
+    follow_geometry(&mut fitted, existing);
+    let mut candidate = current.clone();
+    candidate.commands[j] = Command::Sketch(fitted);
+    report.evaluations += 1;
+    Ok(match done.build(session, &candidate, Some(built), view)? {
+        Ok(after) => Some(after),
+        Err(e) => {
+            report.dropped = Some(format!("the program no longer builds with it: {}", e.error));
+            None
+        }
+    })
 }
