@@ -5,20 +5,19 @@
 //! drawing's size), so a fitted drawing that brought a corner within a hair of another side,
 //! or a block a hair off the face it stood on, was dropped whole, and with it all that the
 //! fit had found (test100 00961053's thin strip, a point read 3.8 mm off, left there). Half
-//! way, every number keeps half its move, and the next round goes on from there: test100
+//! way ([`SHARE`]), every number keeps half its move, and the next round goes on from there: test100
 //! 00387732's base, fitted, left the flange on it touching at one edge (0.845); half way,
 //! then fitted again, 0.968.
-
-/// The shares of the move tried, in turn, where the whole move does not build. A quarter
-/// after a half built nothing more on the nine simulated test100 parts where a fit was
-/// refused.
-pub(super) const SHARES: [f64; 1] = [0.5];
 
 use freecad_bridge::Command;
 use freecad_bridge::command::{Extent, Sketch};
 
 use super::dimensions::Existing;
 use super::sketch::{self, Numbers};
+
+/// The share of the move tried where the whole move does not build. A quarter after a half
+/// built nothing more on the nine simulated test100 parts where a fit was refused.
+pub(super) const SHARE: f64 = 0.5;
 
 /// The drawing `share` of the way from `from` to `to` (the same primitives, numbers moved),
 /// its stated dimensions following: `None` where the two are not one drawing's numbers.

@@ -565,33 +565,22 @@ fn fit_feature(
         let after = match done.build(session, &candidate, Some(built), view)? {
             Ok(after) => after,
             Err(e) => {
-                // Part of the way from where it was, clear of what FreeCAD refused ([`super::halfway`]).
-                let mut refused = format!("the program no longer builds with it: {}", e.error);
+                let refused = format!("the program no longer builds with it: {}", e.error);
                 let existing = Existing { state, frame: &frame };
-                let mut part = None;
-                for share in super::halfway::SHARES {
-                    let Some(sketch) = super::halfway::sketch(&drawn, &proposal.sketch, share, Some(existing)) else {
-                        break;
-                    };
-                    let mut partway = candidate.clone();
-                    partway.commands[j] = Command::Sketch(sketch.clone());
-                    partway.commands[k] = super::halfway::feature(&current.commands[k], &candidate.commands[k], share);
-                    report.evaluations += 1;
-                    match done.build(session, &partway, Some(built), view)? {
-                        Ok(after) => {
-                            part = Some((share, sketch, partway, after));
-                            break;
-                        }
-                        Err(e) => refused.push_str(&format!("; nor {share} of the way: {}", e.error)),
+                let halves = (&drawn, &proposal.sketch, &current.commands[k]);
+                match half_way(session, done, (&candidate, built), (j, k), halves, existing, view)? {
+                    Ok((sketch, partway, after)) => {
+                        (fitted, candidate) = (sketch, partway);
+                        report.evaluations += 1;
+                        report.part_way = Some(super::halfway::SHARE);
+                        after
+                    }
+                    Err(why) => {
+                        report.evaluations += usize::from(why.is_some());
+                        report.dropped = Some(why.map_or(refused.clone(), |why| format!("{refused}; {why}")));
+                        continue;
                     }
                 }
-                let Some((share, sketch, partway, after)) = part else {
-                    report.dropped = Some(refused);
-                    continue;
-                };
-                (fitted, candidate) = (sketch, partway);
-                report.part_way = Some(share);
-                after
             }
         };
         let p = &after.picture;
@@ -619,6 +608,30 @@ fn fit_feature(
     }
     report.dropped = report.dropped.take().map(|last| super::in_turn(dropped, last));
     Ok(Some((report, kept)))
+}
+
+/// `candidate` (feature `k` on sketch `j` moved from `(drawn, the feature as it was)` to
+/// `proposal`), which FreeCAD refused, built again [`super::halfway::SHARE`] of the way: the
+/// drawing, the program and its build; or why not (`None`: the two drawings are not one
+/// drawing's numbers, and nothing was built).
+fn half_way(
+    session: &mut Session,
+    done: &mut ProgramFit,
+    (candidate, built): (&Program, &Build),
+    (j, k): (usize, usize),
+    (drawn, proposal, was): (&Sketch, &Sketch, &Command),
+    existing: Existing<'_>,
+    view: &View<'_>,
+) -> Result<Result<(Sketch, Program, Build), Option<String>>, BridgeError> {
+    let share = super::halfway::SHARE;
+    let Some(sketch) = super::halfway::sketch(drawn, proposal, share, Some(existing)) else { return Ok(Err(None)) };
+    let mut partway = candidate.clone();
+    partway.commands[j] = Command::Sketch(sketch.clone());
+    partway.commands[k] = super::halfway::feature(was, &candidate.commands[k], share);
+    Ok(match done.build(session, &partway, Some(built), view)? {
+        Ok(after) => Ok((sketch, partway, after)),
+        Err(e) => Err(Some(format!("nor {share} of the way: {}", e.error))),
+    })
 }
 
 /// Fit the path of feature `k` when it is a pipe (a sweep that adds material along a path

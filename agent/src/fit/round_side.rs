@@ -140,22 +140,25 @@ pub fn measure(
         if !(2.0 * END_MARGIN_PX + 1.0..=10_000.0).contains(&length) {
             continue;
         }
+        // Across the side, the outline lines lie two radii apart on the picture everywhere
+        // along it (a parallel view): `width` pixels along `u`.
+        let (Some(low), Some(high)) = (outline(near, -1.0), outline(near, 1.0)) else { continue };
+        let v = [high[0] - low[0], high[1] - low[1]];
+        let width = v[0].hypot(v[1]);
+        if width < 1.0 {
+            continue;
+        }
+        let u = [v[0] / width, v[1] / width];
         let steps = length.ceil() as usize;
         let mut factors = Vec::new();
-        let mut width_px = 0.0;
         for i in 0..=steps {
             let along = i as f64 / steps as f64 * length;
             if along < END_MARGIN_PX || along > length - END_MARGIN_PX {
                 continue;
             }
             let t = near + (far - near) * i as f64 / steps as f64;
-            let (Some(low), Some(high)) = (outline(t, -1.0), outline(t, 1.0)) else { continue };
-            let v = [high[0] - low[0], high[1] - low[1]];
-            let width = v[0].hypot(v[1]);
-            if width < 1.0 {
-                continue;
-            }
-            let u = [v[0] / width, v[1] / width];
+            let Some(low) = outline(t, -1.0) else { continue };
+            let high = [low[0] + v[0], low[1] + v[1]];
             let at = |p: [f64; 2], out: f64| [p[0] + out * u[0], p[1] + out * u[1]];
             // Both outline lines against the paper, the material between them.
             let against_paper = !covered(at(low, -BESIDE_PX))
@@ -176,7 +179,6 @@ pub fn measure(
                 continue;
             }
             factors.push(measured / width_units);
-            width_px = width;
         }
         if factors.is_empty() {
             continue;
@@ -186,8 +188,8 @@ pub fn measure(
         found.push(Measured {
             primitive: k,
             radius: radius * factor,
-            model_px: width_px,
-            target_px: width_px * factor,
+            model_px: width,
+            target_px: width * factor,
             profiles: factors.len(),
             spread,
         });

@@ -3,7 +3,7 @@
 use freecad_bridge::command::Primitive;
 use freecad_bridge::{Command, Program, Session};
 
-use super::walls::with_sketch;
+use super::walls::{solved_extrusion, with_sketch};
 use super::{Build, ProgramFit, Round, View, settle};
 use crate::fit::FitReport;
 use crate::fit::round_side::{self, Measured};
@@ -26,12 +26,9 @@ pub(super) fn fit_round_sides(
     };
     let measure = |build: &Build| -> Vec<Measured> {
         let p = &build.picture;
-        match (&build.solved.commands[j], &build.solved.commands[k]) {
-            (Command::Sketch(s), Command::Extrude(e)) => {
-                round_side::measure(s, e, &frame, &p.camera, &p.ids, p.alignment(), view.target)
-            }
-            _ => Vec::new(),
-        }
+        solved_extrusion(build, (j, k)).map_or(Vec::new(), |(s, e)| {
+            round_side::measure(s, e, &frame, &p.camera, &p.ids, p.alignment(), view.target)
+        })
     };
     let measured = measure(built);
     if measured.is_empty() {

@@ -1,7 +1,7 @@
 //! At END, the thin walls beside the profiles' inner lines, measured across them
 //! ([`crate::fit::wall`]).
 
-use freecad_bridge::command::Sketch;
+use freecad_bridge::command::{Extrude, Sketch};
 use freecad_bridge::state::Frame;
 use freecad_bridge::{BridgeError, Command, Program, Session};
 
@@ -28,12 +28,9 @@ pub(super) fn fit_walls(
     };
     let measure = |build: &Build| -> Vec<wall::Measured> {
         let p = &build.picture;
-        match (&build.solved.commands[j], &build.solved.commands[k]) {
-            (Command::Sketch(s), Command::Extrude(e)) => {
-                wall::measure(s, e, &frame, &p.edges, inner, &p.camera, &p.ids, p.alignment(), view.target)
-            }
-            _ => Vec::new(),
-        }
+        solved_extrusion(build, (j, k)).map_or(Vec::new(), |(s, e)| {
+            wall::measure(s, e, &frame, &p.edges, inner, &p.camera, &p.ids, p.alignment(), view.target)
+        })
     };
     let walls = measure(built);
     if walls.is_empty() {
@@ -123,4 +120,13 @@ pub(super) fn with_sketch(
             None
         }
     })
+}
+
+/// Feature `k`, an extrusion, and its sketch `j` as `build` solved them (measured again after
+/// a move).
+pub(super) fn solved_extrusion(build: &Build, (j, k): (usize, usize)) -> Option<(&Sketch, &Extrude)> {
+    match (&build.solved.commands[j], &build.solved.commands[k]) {
+        (Command::Sketch(s), Command::Extrude(e)) => Some((s, e)),
+        _ => None,
+    }
 }
