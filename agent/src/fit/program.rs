@@ -610,6 +610,9 @@ fn fit_feature(
     Ok(Some((report, kept)))
 }
 
+/// A refused move built half way: the drawing, the program and its build; or why not.
+type HalfWay = Result<(Sketch, Program, Build), Option<String>>;
+
 /// `candidate` (feature `k` on sketch `j` moved from `(drawn, the feature as it was)` to
 /// `proposal`), which FreeCAD refused, built again [`super::halfway::SHARE`] of the way: the
 /// drawing, the program and its build; or why not (`None`: the two drawings are not one
@@ -622,7 +625,7 @@ fn half_way(
     (drawn, proposal, was): (&Sketch, &Sketch, &Command),
     existing: Existing<'_>,
     view: &View<'_>,
-) -> Result<Result<(Sketch, Program, Build), Option<String>>, BridgeError> {
+) -> Result<HalfWay, BridgeError> {
     let share = super::halfway::SHARE;
     let Some(sketch) = super::halfway::sketch(drawn, proposal, share, Some(existing)) else { return Ok(Err(None)) };
     let mut partway = candidate.clone();
