@@ -1,6 +1,6 @@
 //! A step's candidate executed: its sketches solved, its feature previewed.
 
-use freecad_bridge::command::{Primitive, Sketch};
+use freecad_bridge::command::{Mode, Primitive, Sketch};
 use freecad_bridge::geometry::{arc_angles, circumcircle};
 use freecad_bridge::{BridgeError, Command, Preview, RefusalKind, Session};
 
@@ -83,15 +83,18 @@ impl Engine<'_> {
 pub(crate) struct Mends {
     onto_axis: bool,
     holes_inside: bool,
+    against_part: bool,
 }
 
 impl Engine<'_> {
     /// A failed candidate's drawing mended where it is a near miss the model would only draw
     /// again: a revolve's profile a hair across its axis put on it ([`fit::onto_axis`]), holes
-    /// across their outline or just outside it moved inside ([`fit::inside`]). True when a
-    /// sketch was mended (the candidate is built again); each kind once per attempt.
+    /// across their outline or just outside it moved inside ([`fit::inside`]), a pad's side a
+    /// hair off the part's edge put on it ([`fit::touch`]). True when a sketch was mended (the
+    /// candidate is built again); each kind once per attempt.
     pub(crate) fn mend(
         &mut self,
+        session: &mut Session,
         reason: &str,
         sketches: &mut [Sketch],
         command: &Command,
@@ -116,6 +119,20 @@ impl Engine<'_> {
             self.emit(TraceEvent::HolesInside { step, attempt, sketch: sketch.name.clone(), circles })?;
             sketches[i] = sketch;
             return Ok(true);
+        }
+        let pad = matches!(command, Command::Extrude(e) if e.mode == Mode::Add);
+        if !done.against_part && pad && reason.contains("multiple solids") {
+            done.against_part = true;
+            // The document is as before the candidate: the planes of the faces it names.
+            let frames: Vec<_> = sketches.iter().map(|s| session.plane_frame(&s.on).ok()).collect();
+            if let Some(touch) =
+                fit::touch::against_part(sketches, &frames, session.state(), self.point_reach(), self.pixel())
+            {
+                let sketch = sketches[touch.sketch].name.clone();
+                self.emit(TraceEvent::AgainstPart { step, attempt, sketch, moved: touch.moved })?;
+                sketches[touch.sketch] = touch.mended;
+                return Ok(true);
+            }
         }
         Ok(false)
     }

@@ -838,7 +838,7 @@ impl Engine<'_> {
                 Ok(p) => break (command, p),
                 Err(failure) => failure,
             };
-            if self.mend(&failure.reason, &mut sketches, &command, turn, &mut mends)? {
+            if self.mend(session, &failure.reason, &mut sketches, &command, turn, &mut mends)? {
                 continue;
             }
             let Some(i) = failure.redraw_sketch.filter(|_| redraws < self.config.max_invalid_answers) else {

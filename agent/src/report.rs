@@ -241,6 +241,14 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
                     escape(sketch)
                 );
             }
+            TraceEvent::AgainstPart { sketch, moved, .. } => {
+                let _ = write!(
+                    h,
+                    "<p>The pad of {} came out a solid of its own: its side nearest an edge of the part, {moved:.2} mm \
+                     off it, put on it.</p>",
+                    escape(sketch)
+                );
+            }
             TraceEvent::Fit { report, .. } => {
                 let _ = if report.kept() {
                     write!(

@@ -2,7 +2,8 @@
 //! whose curves cross is drawn again, told which curves; a step no candidate gets through is
 //! set aside and the loop goes on from the model as it was (`max_skipped_steps`); an arc
 //! drawn the long way round is drawn again, told which arc; a redrawn candidate in a new body
-//! is built in that body; a hole drawn across its outline is moved in.
+//! is built in that body; a hole drawn across its outline is moved in; a block drawn a hair
+//! off the part beside it is put against it.
 
 mod common;
 
@@ -244,4 +245,53 @@ fn a_hole_drawn_across_its_outline_is_moved_inside_and_the_step_goes_on() {
     let hole = &primitives[4];
     let (x, r) = (hole["center"][0].as_f64().expect("x"), hole["radius"].as_f64().expect("r"));
     assert!(x + r < right && right - (x + r) < 2.0 * r, "hole at {x} r {r}, side at {right}");
+}
+
+#[test]
+fn a_block_drawn_a_hair_off_the_part_beside_it_is_put_against_it_and_the_step_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = target_image(&example_path("box"), dir.path());
+    let accept = serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": []}});
+    // A second block beside the first, its left side read 0.01 view units (a few pixels)
+    // right of the first block's right side (x = 0.7): FreeCAD makes it a solid of its own.
+    let beside = serde_json::json!({"stage": "stage1", "answer": {"reason": "a block beside it",
+        "sketches": [{"name": "S2", "on": "XY"}],
+        "command": {"op": "extrude", "profile": "S2", "mode": "add", "extent": {"type": "one_side", "depth": 10}}}});
+    let drawn = serde_json::json!({"stage": "stage2", "answer": {"primitives": [
+        {"type": "line", "start": [0.71, 0.6], "end": [0.8, 0.6]}, {"type": "line", "start": [0.8, 0.6], "end": [0.8, 0.4]},
+        {"type": "line", "start": [0.8, 0.4], "end": [0.712, 0.4]}, {"type": "line", "start": [0.712, 0.4], "end": [0.71, 0.6]}]}});
+    let end = serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}});
+    let script = dir.path().join("script.jsonl");
+    write_script(&script, &[box_plan(), box_sketch(), accept.clone(), beside, drawn, accept, end]);
+    let out = dir.path().join("out");
+    let run =
+        reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8"), "--no-fit"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let events = trace(&out);
+    let mended: Vec<&Value> = events.iter().filter(|e| e["event"] == "against_part").collect();
+    assert_eq!(mended.len(), 1, "{events:?}");
+    assert_eq!(mended[0]["sketch"].as_str(), Some("S2"));
+    let done = outcome(&out);
+    assert_eq!((done["steps"].as_u64(), done["failed_candidates"].as_u64()), (Some(2), Some(0)), "{done}");
+    // The committed block's left side lies on the first block's right side, a hair inside
+    // it (both sketches are on XY: one frame), and its other sides stay where drawn.
+    let program = program_of(&out);
+    let xs = |k: usize| -> Vec<f64> {
+        program["commands"][k]["primitives"]
+            .as_array()
+            .expect("primitives")
+            .iter()
+            .flat_map(|l| [l["start"][0].as_f64(), l["end"][0].as_f64()])
+            .flatten()
+            .collect()
+    };
+    let (first, second) = (xs(0), xs(2));
+    let right = first.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (left, far) = second.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    let width = right - first.iter().copied().fold(f64::INFINITY, f64::min);
+    assert!(
+        left < right && right - left < 0.02 * width,
+        "the first block ends at {right}, the second starts at {left}"
+    );
+    assert!((far - right) > 0.25 * width, "the second block's far side moved: {far}");
 }

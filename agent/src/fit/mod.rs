@@ -40,6 +40,7 @@ pub mod sweep;
 pub mod thickness;
 mod ties;
 pub mod to_image;
+pub mod touch;
 pub mod wall;
 
 use std::time::Instant;
