@@ -107,13 +107,7 @@ fn centroid(sketch: &Sketch) -> Option<[f64; 2]> {
 /// the profile), and how far the farther one moved; `None` where the side does not run along
 /// the edge (direction, overlap), an end is farther than `reach`, or the side is past the
 /// line already.
-fn onto_edge(
-    side: Segment,
-    edge: Segment,
-    inside: [f64; 2],
-    reach: f64,
-    past: f64,
-) -> Option<(f64, Segment)> {
+fn onto_edge(side: Segment, edge: Segment, inside: [f64; 2], reach: f64, past: f64) -> Option<(f64, Segment)> {
     let d = [edge.1[0] - edge.0[0], edge.1[1] - edge.0[1]];
     let length = d[0].hypot(d[1]);
     let s = [side.1[0] - side.0[0], side.1[1] - side.0[1]];
