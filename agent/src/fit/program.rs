@@ -586,8 +586,16 @@ fn fit_feature(
         let p = &after.picture;
         let moved = moved_edges((&before.ids, before.alignment()), (&p.ids, p.alignment()), target);
         report.moved = Some(moved);
-        let agrees = moved.agrees_better(&before.agreement, &p.agreement)
-            || (made_regular && super::regular::seen_no_worse(&moved, &before.agreement, &p.agreement));
+        let seen = |m: &super::Moved| {
+            super::regular::seen_no_worse(m, &before.agreement, &p.agreement)
+                || super::regular::below_a_pixel(
+                    m,
+                    &before.agreement,
+                    &p.agreement,
+                    moved_px((&drawn, &fitted), (&current.commands[k], &candidate.commands[k]), &before.camera),
+                )
+        };
+        let agrees = moved.agrees_better(&before.agreement, &p.agreement) || (made_regular && seen(&moved));
         if !agrees {
             report.dropped = Some(format!(
                 "in the rebuilt model the moved edges lie {:.2} px from the target's lines against {:.2} px before \
@@ -608,6 +616,25 @@ fn fit_feature(
     }
     report.dropped = report.dropped.take().map(|last| super::in_turn(dropped, last));
     Ok(Some((report, kept)))
+}
+
+/// How far, on the picture (pixels), feature `k` of `candidate` (on `fitted`) moved its
+/// numbers from `current`'s (`drawn`): its farthest point, and its sizes' largest move
+/// ([`describe_changes`]; an angle that moved counts as far).
+fn moved_px(
+    (drawn, fitted): (&Sketch, &Sketch),
+    (was, now): (&Command, &Command),
+    camera: &views::Camera,
+) -> super::regular::MovedPx {
+    let none = Agreement { edge_px: 0.0, extra: 0.0, shift: [0, 0], scale: 1.0 };
+    let mut scratch = FitReport::unmoved(none, [0.0, 0.0]);
+    describe_changes(&mut scratch, drawn, fitted, was, now);
+    let ppu = sketch::pixels_per_unit(camera);
+    let size = |c: &super::Change| if c.what.contains("angle") { f64::INFINITY } else { (c.to - c.from).abs() * ppu };
+    super::regular::MovedPx {
+        point: scratch.largest_move * ppu,
+        size: scratch.changes.iter().map(size).fold(0.0, f64::max),
+    }
 }
 
 /// A refused move built half way: the drawing, the program and its build; or why not.
