@@ -479,7 +479,9 @@ def _dress_up_hint(cmd, volume_before):
     if not failing:
         return (
             " (each of these edges takes this %s alone, but not all of them together: their %ss may run"
-            " into each other; try fewer edges at once or a smaller %s)" % (what, cmd["op"], what)
+            " into each other, or the kernel may not round them in one feature (a convex and a concave"
+            " edge together); try each edge in a %s of its own, fewer edges at once or a smaller %s)"
+            % (what, cmd["op"], cmd["op"], what)
         )
     return " (%s %s not take this %s even alone: it may be too large for the faces next to %s)" % (
         ", ".join(failing),
