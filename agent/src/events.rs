@@ -71,7 +71,7 @@ pub enum TraceEvent {
     /// A sketch's holes crossed its outline or lay just outside it: they were moved inside.
     HolesInside { step: usize, attempt: usize, sketch: String, circles: usize },
     /// A pad came out a solid of its own: its side nearest an edge of the part, a hair off it,
-    /// was put on it (`moved`: the farther end's move, model units).
+    /// was put a pixel past it, into the part (`moved`: the farther end's move, model units).
     AgainstPart { step: usize, attempt: usize, sketch: String, moved: f64 },
     /// Stage 3 rejected the candidate.
     Rejected { step: usize, attempt: usize, reasons: Vec<String> },

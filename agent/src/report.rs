@@ -244,8 +244,8 @@ pub fn write_html(dir: &Path) -> Result<(), LoopError> {
             TraceEvent::AgainstPart { sketch, moved, .. } => {
                 let _ = write!(
                     h,
-                    "<p>The pad of {} came out a solid of its own: its side nearest an edge of the part, {moved:.2} mm \
-                     off it, put on it.</p>",
+                    "<p>The pad of {} came out a solid of its own: its side nearest an edge of the part put a pixel \
+                     past it, into the part (moved by up to {moved:.2} mm).</p>",
                     escape(sketch)
                 );
             }

@@ -661,8 +661,17 @@ pub fn onto_axis(sketches: &[Sketch], command: &Command, reach: f64) -> Option<(
     Some((index, sketch, moved))
 }
 
-/// What moved between the drawn and the fitted candidate, for the report.
-pub(crate) fn describe_changes(report: &mut FitReport, drawn: &Sketch, fitted: &Sketch, from: &Command, to: &Command) {
+/// What moved between a drawn and a fitted candidate: its distinct points, how many moved and
+/// the farthest move (model units), and each size that changed.
+pub(crate) struct Changed {
+    pub points: usize,
+    pub points_moved: usize,
+    pub largest_move: f64,
+    pub changes: Vec<Change>,
+}
+
+/// What moved between the drawn and the fitted candidate ([`Changed`]).
+pub(crate) fn changed(drawn: &Sketch, fitted: &Sketch, from: &Command, to: &Command) -> Changed {
     let points = |s: &Sketch| -> Vec<[f64; 2]> {
         s.primitives
             .iter()
@@ -680,9 +689,7 @@ pub(crate) fn describe_changes(report: &mut FitReport, drawn: &Sketch, fitted: &
             distinct.push((*p, (q[0] - p[0]).hypot(q[1] - p[1])));
         }
     }
-    report.points = distinct.len();
-    report.points_moved = distinct.iter().filter(|(_, d)| *d > 1e-9).count();
-    report.largest_move = distinct.iter().map(|(_, d)| *d).fold(0.0, f64::max);
+    let mut changes = Vec::new();
     for (k, (p, q)) in drawn.primitives.iter().zip(&fitted.primitives).enumerate() {
         if let (
             Primitive::Circle { radius: r0, .. } | Primitive::CenterArc { radius: r0, .. },
@@ -690,15 +697,31 @@ pub(crate) fn describe_changes(report: &mut FitReport, drawn: &Sketch, fitted: &
         ) = (p, q)
             && r0 != r1
         {
-            report.changes.push(Change { what: format!("{} primitive {k} radius", drawn.name), from: *r0, to: *r1 });
+            changes.push(Change { what: format!("{} primitive {k} radius", drawn.name), from: *r0, to: *r1 });
         }
     }
-    let (Command::Extrude(from), Command::Extrude(to)) = (from, to) else { return };
-    for (name, x, y) in depths(&from.extent).into_iter().zip(depths(&to.extent)).map(|((n, x), (_, y))| (n, x, y)) {
-        if x != y {
-            report.changes.push(Change { what: format!("extent.{name}"), from: x, to: y });
+    if let (Command::Extrude(from), Command::Extrude(to)) = (from, to) {
+        for (name, x, y) in depths(&from.extent).into_iter().zip(depths(&to.extent)).map(|((n, x), (_, y))| (n, x, y)) {
+            if x != y {
+                changes.push(Change { what: format!("extent.{name}"), from: x, to: y });
+            }
         }
     }
+    Changed {
+        points: distinct.len(),
+        points_moved: distinct.iter().filter(|(_, d)| *d > 1e-9).count(),
+        largest_move: distinct.iter().map(|(_, d)| *d).fold(0.0, f64::max),
+        changes,
+    }
+}
+
+/// What moved between the drawn and the fitted candidate, for the report ([`changed`]).
+pub(crate) fn describe_changes(report: &mut FitReport, drawn: &Sketch, fitted: &Sketch, from: &Command, to: &Command) {
+    let c = changed(drawn, fitted, from, to);
+    report.points = c.points;
+    report.points_moved = c.points_moved;
+    report.largest_move = c.largest_move;
+    report.changes.extend(c.changes);
 }
 
 fn depths(extent: &freecad_bridge::command::Extent) -> Vec<(&'static str, f64)> {

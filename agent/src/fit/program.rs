@@ -618,22 +618,19 @@ fn fit_feature(
     Ok(Some((report, kept)))
 }
 
-/// How far, on the picture (pixels), feature `k` of `candidate` (on `fitted`) moved its
-/// numbers from `current`'s (`drawn`): its farthest point, and its sizes' largest move
-/// ([`describe_changes`]; an angle that moved counts as far).
+/// How far, on the picture (pixels), a fit moved a feature's numbers from `drawn` and `was`
+/// to `fitted` and `now` ([`super::changed`]): its farthest point, and its sizes' largest
+/// move.
 fn moved_px(
     (drawn, fitted): (&Sketch, &Sketch),
     (was, now): (&Command, &Command),
     camera: &views::Camera,
 ) -> super::regular::MovedPx {
-    let none = Agreement { edge_px: 0.0, extra: 0.0, shift: [0, 0], scale: 1.0 };
-    let mut scratch = FitReport::unmoved(none, [0.0, 0.0]);
-    describe_changes(&mut scratch, drawn, fitted, was, now);
+    let changed = super::changed(drawn, fitted, was, now);
     let ppu = sketch::pixels_per_unit(camera);
-    let size = |c: &super::Change| if c.what.contains("angle") { f64::INFINITY } else { (c.to - c.from).abs() * ppu };
     super::regular::MovedPx {
-        point: scratch.largest_move * ppu,
-        size: scratch.changes.iter().map(size).fold(0.0, f64::max),
+        point: changed.largest_move * ppu,
+        size: changed.changes.iter().map(|c| (c.to - c.from).abs() * ppu).fold(0.0, f64::max),
     }
 }
 

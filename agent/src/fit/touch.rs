@@ -12,6 +12,8 @@
 //! face to face, and the fit at END, moving the part under it by a hair, parted them again
 //! (test100 00201504's second block). The fit at END then reads its place off the target.
 
+use std::collections::HashSet;
+
 use freecad_bridge::command::{Primitive, Sketch};
 use freecad_bridge::state::{EdgeKind, Frame, ModelState};
 
@@ -75,16 +77,21 @@ fn profile_line(p: &Primitive) -> Option<Segment> {
 /// has several bodies, the active body's only: the pad joins that one.
 fn edges_in_plane(state: &ModelState, frame: &Frame, tolerance: f64) -> Vec<Segment> {
     let active = state.active_body.as_deref().unwrap_or("B1");
-    let body_faces: Option<&Vec<String>> =
-        (state.bodies.len() > 1).then(|| state.bodies.iter().find(|b| b.id == active).map(|b| &b.faces)).flatten();
-    let of_body = |edge: &str| {
-        body_faces
-            .is_none_or(|faces| state.faces.iter().any(|f| faces.contains(&f.id) && f.edges.iter().any(|e| e == edge)))
-    };
+    // The active body's edges, by its faces' (every edge where the document has one body).
+    let body_edges: Option<HashSet<&str>> = (state.bodies.len() > 1).then(|| {
+        let faces: HashSet<&str> =
+            state.bodies.iter().filter(|b| b.id == active).flat_map(|b| b.faces.iter().map(String::as_str)).collect();
+        state
+            .faces
+            .iter()
+            .filter(|f| faces.contains(f.id.as_str()))
+            .flat_map(|f| f.edges.iter().map(String::as_str))
+            .collect()
+    });
     state
         .edges
         .iter()
-        .filter(|e| e.kind == EdgeKind::Line && of_body(&e.id))
+        .filter(|e| e.kind == EdgeKind::Line && body_edges.as_ref().is_none_or(|ids| ids.contains(e.id.as_str())))
         .filter_map(|e| {
             let (a, b) = (e.start?, e.end?);
             (frame.height(a).abs() <= tolerance && frame.height(b).abs() <= tolerance)
