@@ -592,7 +592,12 @@ fn fit_feature(
                     m,
                     &before.agreement,
                     &p.agreement,
-                    moved_px((&drawn, &fitted), (&current.commands[k], &candidate.commands[k]), &before.camera),
+                    moved_px(
+                        (&drawn, &fitted),
+                        (&current.commands[k], &candidate.commands[k]),
+                        lift.as_ref(),
+                        &before.camera,
+                    ),
                 )
         };
         let agrees = moved.agrees_better(&before.agreement, &p.agreement) || (made_regular && seen(&moved));
@@ -619,18 +624,20 @@ fn fit_feature(
 }
 
 /// How far, on the picture (pixels), a fit moved a feature's numbers from `drawn` and `was`
-/// to `fitted` and `now` ([`super::changed`]): its farthest point, and its sizes' largest
-/// move.
+/// to `fitted` and `now` ([`super::changed`]), and a loft section's plane by `lift`: its
+/// farthest point, and its sizes' largest move (the plane's offset one of them).
 fn moved_px(
     (drawn, fitted): (&Sketch, &Sketch),
     (was, now): (&Command, &Command),
+    lift: Option<&super::Change>,
     camera: &views::Camera,
 ) -> super::regular::MovedPx {
     let changed = super::changed(drawn, fitted, was, now);
     let ppu = sketch::pixels_per_unit(camera);
+    let sizes = changed.changes.iter().chain(lift);
     super::regular::MovedPx {
         point: changed.largest_move * ppu,
-        size: changed.changes.iter().map(|c| (c.to - c.from).abs() * ppu).fold(0.0, f64::max),
+        size: sizes.map(|c| (c.to - c.from).abs() * ppu).fold(0.0, f64::max),
     }
 }
 
