@@ -31,10 +31,12 @@ pub mod edge_size;
 mod halfway;
 pub mod inside;
 pub mod path;
+pub mod place;
 pub mod program;
 pub mod regular;
 pub mod rename;
 pub mod round_side;
+pub mod shift;
 pub mod sketch;
 pub mod sweep;
 pub mod thickness;
@@ -351,6 +353,11 @@ pub struct FitReport {
     /// Thin walls beside a profile's inner lines, measured across them ([`wall`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub walls: Vec<wall::Measured>,
+    /// A profile's sides placed where the target draws them ([`place`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placed: Vec<place::Placed>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placed_depth: Option<place::PlacedDepth>,
     /// Round sides' radii measured across their outlines ([`round_side`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub round_sides: Vec<round_side::Measured>,
@@ -380,6 +387,8 @@ impl FitReport {
             dropped: None,
             thickness: None,
             walls: Vec::new(),
+            placed: Vec::new(),
+            placed_depth: None,
             round_sides: Vec::new(),
             regular: regular::Regularised::default(),
             part_way: None,

@@ -25,6 +25,7 @@ use super::dimensions::Existing;
 use super::{Agreement, FitReport, TargetPixels, agreement, describe_changes, feature_of, moved_edges, sketch};
 use super::{edge_size, path, rename, thickness, wall};
 
+mod place;
 mod round;
 mod walls;
 
@@ -317,6 +318,9 @@ pub fn fit_program(
         report.seconds = feature_started.elapsed().as_secs_f64();
         done.features.push(FeatureFit { command: k, report, undone: false });
     }
+    // Then each profile's sides, put where the target draws them ([`super::place`]).
+    let state = (&mut current, &mut built, &mut holds_current);
+    each_feature(session, &mut done, state, |s, d, cb, jk| place::fit_places(s, d, cb, jk, &view))?;
     // Then the thin walls beside the profiles' inner lines, measured across them ([`wall`]).
     let inner: Vec<[Point3; 2]> = (0..current.commands.len())
         .flat_map(|k| {

@@ -193,7 +193,7 @@ fn inside_hull(start: [f64; 2], end: [f64; 2], points: &[[f64; 2]]) -> bool {
 }
 
 /// Where an extrusion's profile has copies: along the sketch's normal, its two ends.
-fn copies(extrude: &Extrude) -> Vec<f64> {
+pub(super) fn copies(extrude: &Extrude) -> Vec<f64> {
     match extrude.extent {
         Extent::OneSide { depth } => vec![0.0, if extrude.reversed { -depth } else { depth }],
         Extent::Symmetric { depth } => vec![-depth / 2.0, depth / 2.0],
@@ -443,83 +443,11 @@ fn line_through(moves: &[(f64, f64)], length: f64) -> [f64; 2] {
     [a, a + b * length]
 }
 
-/// `sketch` with each measured line moved along its left normal by its shifts (at its start
-/// and its end). A corner
-/// where a moved line meets another line goes to where the two (moved) lines cross, so the
-/// profile stays closed and its other lines keep their directions. `None` when a moved line
-/// meets anything but lines, or two lines meeting at a moved corner are nearly parallel.
-pub fn shifted(sketch: &Sketch, moves: &[(usize, [f64; 2])]) -> Option<Sketch> {
-    let (numbers, shapes) = numbers_of(sketch);
-    // Every line as a point and a direction, moved where measured.
-    let mut lines: Vec<Option<([f64; 2], [f64; 2])>> = vec![None; sketch.primitives.len()];
-    let mut by_point: Vec<Vec<usize>> = vec![Vec::new(); numbers.points.len()];
-    for (k, shape) in &shapes {
-        match *shape {
-            Shape::Line { a, b } => {
-                let (p, q) = (numbers.points[a], numbers.points[b]);
-                lines[*k] = Some((p, [q[0] - p[0], q[1] - p[1]]));
-                by_point[a].push(*k);
-                by_point[b].push(*k);
-            }
-            Shape::Arc { a, m, b } => [a, m, b].into_iter().for_each(|i| by_point[i].push(*k)),
-            Shape::CenterArc { c, .. } | Shape::Circle { c, .. } => by_point[c].push(*k),
-        }
-    }
-    let mut moved = lines.clone();
-    for &(k, [at_start, at_end]) in moves {
-        let (p, d) = lines.get(k).copied().flatten()?;
-        let l = d[0].hypot(d[1]);
-        let left = [-d[1] / l, d[0] / l];
-        let start = [p[0] + at_start * left[0], p[1] + at_start * left[1]];
-        let end = [p[0] + d[0] + at_end * left[0], p[1] + d[1] + at_end * left[1]];
-        moved[k] = Some((start, [end[0] - start[0], end[1] - start[1]]));
-    }
-    let moved_lines: Vec<usize> = moves.iter().map(|m| m.0).collect();
-    let mut points = numbers.points.clone();
-    for (i, users) in by_point.iter().enumerate() {
-        if !users.iter().any(|k| moved_lines.contains(k)) {
-            continue;
-        }
-        if users.iter().any(|&k| lines[k].is_none()) {
-            return None;
-        }
-        points[i] = match users[..] {
-            // A line's free end: where it was, along the line, on the moved line.
-            [k] => {
-                let (p, d) = lines[k]?;
-                let (q, e) = moved[k]?;
-                let x = numbers.points[i];
-                let s = ((x[0] - p[0]) * d[0] + (x[1] - p[1]) * d[1]) / (d[0] * d[0] + d[1] * d[1]);
-                [q[0] + s * e[0], q[1] + s * e[1]]
-            }
-            [k, j] => crossing(moved[k]?, moved[j]?)?,
-            _ => return None,
-        };
-    }
-    let mut out = sketch.clone();
-    for (k, shape) in shapes {
-        if let (Primitive::Line { start, end, .. }, Shape::Line { a, b }) = (&mut out.primitives[k], shape) {
-            *start = points[a];
-            *end = points[b];
-        }
-    }
-    Some(out)
-}
-
-/// Where two lines (a point and a direction each) cross; `None` when nearly parallel.
-fn crossing((p, d): ([f64; 2], [f64; 2]), (q, e): ([f64; 2], [f64; 2])) -> Option<[f64; 2]> {
-    let det = d[0] * e[1] - d[1] * e[0];
-    if det.abs() <= 0.05 * d[0].hypot(d[1]) * e[0].hypot(e[1]) {
-        return None;
-    }
-    let t = ((q[0] - p[0]) * e[1] - (q[1] - p[1]) * e[0]) / det;
-    Some([p[0] + t * d[0], p[1] + t * d[1]])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fit::NativeLines;
+    use crate::fit::shift::shifted;
     use crate::fit::sketch::tests::{SIZE, TRUE, camera, ids_of, pad, segments, segments_at, still, xy};
 
     /// A square tube's profile: the outline `TRUE` (40 x 30) and a loop `inset` mm inside it.
@@ -652,26 +580,5 @@ mod tests {
         bracket.primitives =
             (0..6).map(|i| Primitive::Line { start: l[i], end: l[(i + 1) % 6], construction: false }).collect();
         assert_eq!(inner_lines(&bracket, &pad(10.0)), vec![2, 3]);
-    }
-
-    #[test]
-    fn a_moved_line_takes_its_corners_along_the_lines_it_meets() {
-        // A trapezoid: moving its base 1 mm up slides the base's ends along the slanted sides.
-        let sketch = {
-            let mut s = tube(0.0);
-            s.primitives.truncate(4);
-            s.primitives[1] = Primitive::Line { start: [20.0, -15.0], end: [10.0, 15.0], construction: false };
-            s.primitives[2] = Primitive::Line { start: [10.0, 15.0], end: [-20.0, 15.0], construction: false };
-            s
-        };
-        // The base runs +x: its left normal is +y.
-        let moved = shifted(&sketch, &[(0, [1.0, 1.0])]).expect("lines");
-        let Primitive::Line { start, end, .. } = moved.primitives[0] else { panic!() };
-        assert!((start[1] + 14.0).abs() < 1e-9 && (end[1] + 14.0).abs() < 1e-9, "{start:?} {end:?}");
-        // The slanted side still runs from its top corner through the base's new end.
-        assert!((end[0] - (20.0 - 1.0 / 3.0)).abs() < 1e-9, "{end:?}");
-        let Primitive::Line { start: s1, end: e1, .. } = moved.primitives[1] else { panic!() };
-        assert_eq!((s1, e1), (end, [10.0, 15.0]));
-        assert_eq!(moved.primitives[2], sketch.primitives[2]);
     }
 }

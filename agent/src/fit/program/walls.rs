@@ -7,7 +7,7 @@ use freecad_bridge::{BridgeError, Command, Program, Session};
 
 use super::{Build, ProgramFit, Round, View};
 use crate::fit::dimensions::{Existing, follow_geometry};
-use crate::fit::{FitReport, describe_changes, thickness, wall};
+use crate::fit::{FitReport, describe_changes, shift, thickness, wall};
 use freecad_bridge::state::Point3;
 
 /// Measure the walls beside the inner lines of feature `k` (an extrusion of sketch `j`) in
@@ -49,7 +49,11 @@ pub(super) fn fit_walls(
         ));
         return Ok(Some((report, None)));
     }
-    let Some(fitted) = wall::shifted(sketch, &moves) else {
+    // A wall's line is not moved along its fillets: the oracle's exact triangular frame on
+    // test100 measured its wall 0.35 px narrow beside one, and moving it cost 0.009.
+    let lines: Vec<usize> = moves.iter().map(|m| m.0).collect();
+    let fitted = (!shift::meets_curve(sketch, &lines)).then(|| shift::shifted(sketch, &moves)).flatten();
+    let Some(fitted) = fitted else {
         report.dropped = Some("a line to move meets a curve".into());
         return Ok(Some((report, None)));
     };
