@@ -438,7 +438,9 @@ pub fn placed(feature: usize, sketch: &Sketch, copies: &[LineCopy], shared: Shar
     // Each side's copies as rows of one least-squares fit: a copy's offset (the shared part
     // taken out) is its side's move along the line's normal, plus, on the far copies, the
     // depth's change along the extrusion. The depth is fitted only where some side shows both
-    // ends: otherwise a far copy's offset is either.
+    // ends, each over as many profiles as a side's move needs: otherwise a far copy's offset
+    // is either (a scripted tube's depth was taken 0.4 mm long on two far copies of ten
+    // profiles each, and the sides seen only at that end moved with it).
     struct Row {
         side: usize,
         along: f64,
@@ -460,7 +462,7 @@ pub fn placed(feature: usize, sketch: &Sketch, copies: &[LineCopy], shared: Shar
     }
     let far = |r: &Row| r.depth.abs() >= MIN_PX_PER_MM;
     let both_ends = sides.iter().enumerate().any(|(i, _)| {
-        let ends = |f: bool| rows.iter().any(|r| r.side == i && far(r) == f && r.weight >= MIN_COPY_PROFILES as f64);
+        let ends = |f: bool| rows.iter().any(|r| r.side == i && far(r) == f && r.weight >= MIN_SIDE_PROFILES as f64);
         ends(true) && ends(false)
     });
     let n = sides.len() + usize::from(both_ends);

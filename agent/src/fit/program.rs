@@ -318,9 +318,6 @@ pub fn fit_program(
         report.seconds = feature_started.elapsed().as_secs_f64();
         done.features.push(FeatureFit { command: k, report, undone: false });
     }
-    // Then each profile's sides, put where the target draws them ([`super::place`]).
-    let state = (&mut current, &mut built, &mut holds_current);
-    each_feature(session, &mut done, state, |s, d, cb, jk| place::fit_places(s, d, cb, jk, &view))?;
     // Then the thin walls beside the profiles' inner lines, measured across them ([`wall`]).
     let inner: Vec<[Point3; 2]> = (0..current.commands.len())
         .flat_map(|k| {
@@ -334,6 +331,10 @@ pub fn fit_program(
         .collect();
     let state = (&mut current, &mut built, &mut holds_current);
     each_feature(session, &mut done, state, |s, d, cb, jk| fit_walls(s, d, cb, jk, &inner, &view))?;
+    // Then each profile's sides, put where the target draws them ([`super::place`]): after the
+    // walls, whose inner lines may be pixels off before (they skew what the lines share).
+    let state = (&mut current, &mut built, &mut holds_current);
+    each_feature(session, &mut done, state, |s, d, cb, jk| place::fit_places(s, d, cb, jk, &view))?;
     // Then the round sides' radii, measured across their outlines ([`super::round_side`]).
     let state = (&mut current, &mut built, &mut holds_current);
     each_feature(session, &mut done, state, |s, d, cb, jk| round::fit_round_sides(s, d, cb, jk, &view))?;
