@@ -22,6 +22,7 @@ use views::{Camera, IdBuffers, NO_ENTITY};
 
 use super::sketch::{Shape, numbers_of};
 use super::thickness::{DISTINCT_PX, END_MARGIN_PX, Scale, drawn_near, median, nearest_alone, runs_across};
+use super::wall::MIN_PX_PER_MM;
 use super::{Alignment, TargetPixels};
 
 /// A side moves when it is off by at least this (pixels, over its profiles, what the whole
@@ -58,8 +59,6 @@ const CROWDED_PX: f64 = DISTINCT_PX + 0.5;
 const MIN_CYCLES: f64 = 2.0;
 /// An edge whose ends lie this near a line (pixels) is on it.
 const ON_OWN_LINE_PX: f64 = 0.3;
-/// A line whose move shows less than this (pixels per mm, across its picture) is seen edge on.
-const MIN_PX_PER_MM: f64 = 0.5;
 /// Two lines of a profile meeting end to end are one side when the sine of the angle between
 /// them is at most this: a side drawn in two pieces is measured as one.
 const COLLINEAR_SINE: f64 = 1e-3;

@@ -66,7 +66,7 @@ const MAX_SKEW: f64 = 0.1;
 /// of a second fit (another feature's line crossing the wall).
 const MOVE_OUTLIER_MM: f64 = 0.3;
 /// A line whose move shows less than this (pixels per mm, across its picture) is seen edge on.
-const MIN_PX_PER_MM: f64 = 0.5;
+pub(super) const MIN_PX_PER_MM: f64 = 0.5;
 
 /// One line of a profile whose wall was measured (the trace records it).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -4,9 +4,8 @@
 use freecad_bridge::command::Command;
 use freecad_bridge::{Program, Session};
 
-use super::walls::{settle, solved_extrusion};
+use super::walls::{settle, solved_extrusion, with_sketch};
 use super::{Build, ProgramFit, Round, View, profile_indices};
-use crate::fit::dimensions::{Existing, follow_geometry};
 use crate::fit::place::{self, LineCopy, Placed, Placement};
 use crate::fit::{FitReport, shift};
 
@@ -42,24 +41,17 @@ pub(super) fn fit_places(
         return Ok(Some((report, None)));
     }
     let moves: Vec<(usize, [f64; 2])> = moving.iter().flat_map(|s| s.moves(sketch)).collect();
-    let Some(mut fitted) = shift::shifted(sketch, &moves) else {
+    let Some(fitted) = shift::shifted(sketch, &moves) else {
         report.dropped = Some("a side to move meets a curve that cannot follow it".into());
         return Ok(Some((report, None)));
     };
-    let existing = built.states[j].as_ref().map(|state| Existing { state, frame: &frame });
-    follow_geometry(&mut fitted, existing);
-    let mut candidate = current.clone();
-    candidate.commands[j] = Command::Sketch(fitted);
-    if let (Some(d), Command::Extrude(e)) = (deepen, &mut candidate.commands[k]) {
+    // The depth's change goes into the program the sketch is rebuilt in.
+    let mut deepened = current.clone();
+    if let (Some(d), Command::Extrude(e)) = (deepen, &mut deepened.commands[k]) {
         e.extent = place::grown(&e.extent, d.change);
     }
-    report.evaluations += 1;
-    let after = match done.build(session, &candidate, Some(built), view)? {
-        Ok(after) => after,
-        Err(e) => {
-            report.dropped = Some(format!("the program no longer builds with it: {}", e.error));
-            return Ok(Some((report, None)));
-        }
+    let Some(after) = with_sketch(session, done, (&deepened, built), (j, fitted, &frame), view, &mut report)? else {
+        return Ok(Some((report, None)));
     };
     // How far the moved sides, and the depth, are from the target's lines (pixels, summed);
     // `None` when one of them is no longer measured. The rebuilt ones must be nearer.
