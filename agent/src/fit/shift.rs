@@ -115,13 +115,15 @@ pub fn shifted(sketch: &Sketch, moves: &[(usize, [f64; 2])]) -> Option<Sketch> {
             // A fillet's point (an end it shares with its line, or its middle): with the arc.
             (Some(v), users) if users.len() <= 2 => [x[0] + v[0], x[1] + v[1]],
             // A line's free end: where it was, along the line, on the moved line.
-            (None, &[k]) => {
-                let (p, d) = lines[k]?;
-                let (q, e) = moved[k]?;
-                let s = ((x[0] - p[0]) * d[0] + (x[1] - p[1]) * d[1]) / (d[0] * d[0] + d[1] * d[1]);
-                [q[0] + s * e[0], q[1] + s * e[1]]
-            }
-            (None, &[k, j]) => crossing(moved[k]?, moved[j]?)?,
+            (None, &[k]) => slid(x, lines[k]?, moved[k]?),
+            // Two lines in line (a side drawn in two pieces) moved as one: the point slides
+            // with them.
+            (None, &[k, j]) => crossing(moved[k]?, moved[j]?).or_else(|| {
+                let y = slid(x, lines[k]?, moved[k]?);
+                let (q, e) = moved[j]?;
+                let off = ((y[0] - q[0]) * e[1] - (y[1] - q[1]) * e[0]) / e[0].hypot(e[1]);
+                (off.abs() <= 1e-4 * scale).then_some(y)
+            })?,
             _ => return None,
         };
     }
@@ -156,6 +158,12 @@ pub fn meets_curve(sketch: &Sketch, lines: &[usize]) -> bool {
         Shape::Arc { a, b, .. } => line_points.contains(&a) || line_points.contains(&b),
         _ => false,
     })
+}
+
+/// `x`, a point of the line `(p, d)`, at the same place along it on the line moved to `(q, e)`.
+fn slid(x: [f64; 2], (p, d): ([f64; 2], [f64; 2]), (q, e): ([f64; 2], [f64; 2])) -> [f64; 2] {
+    let s = ((x[0] - p[0]) * d[0] + (x[1] - p[1]) * d[1]) / (d[0] * d[0] + d[1] * d[1]);
+    [q[0] + s * e[0], q[1] + s * e[1]]
 }
 
 /// Where two lines (a point and a direction each) cross; `None` when nearly parallel.
@@ -208,6 +216,24 @@ mod tests {
         let Primitive::Line { start: s1, end: e1, .. } = moved.primitives[1] else { panic!() };
         assert_eq!((s1, e1), (end, [10.0, 15.0]));
         assert_eq!(moved.primitives[2], trapezoid.primitives[2]);
+    }
+
+    #[test]
+    fn a_side_drawn_in_two_pieces_moves_as_one_and_its_middle_point_goes_with_it() {
+        // The bottom drawn as two lines in line; both moved 1 mm up together.
+        let rectangle = sketch(vec![
+            line([-20.0, -15.0], [5.0, -15.0]),
+            line([5.0, -15.0], [20.0, -15.0]),
+            line([20.0, -15.0], [20.0, 15.0]),
+            line([20.0, 15.0], [-20.0, 15.0]),
+            line([-20.0, 15.0], [-20.0, -15.0]),
+        ]);
+        let moved = shifted(&rectangle, &[(0, [1.0, 1.0]), (1, [1.0, 1.0])]).expect("lines in line");
+        let Primitive::Line { start: a, end: m, .. } = moved.primitives[0] else { panic!() };
+        let Primitive::Line { start: m2, end: b, .. } = moved.primitives[1] else { panic!() };
+        assert_eq!((a, m, m2, b), ([-20.0, -14.0], [5.0, -14.0], [5.0, -14.0], [20.0, -14.0]));
+        // One piece alone cannot move: where it would meet the other is nowhere.
+        assert!(shifted(&rectangle, &[(0, [1.0, 1.0])]).is_none());
     }
 
     /// A 40 x 30 rectangle about the origin with its four corners rounded 3 mm, anticlockwise:
