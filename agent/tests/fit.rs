@@ -625,7 +625,8 @@ fn a_depth_read_14_percent_deep_is_found_near_the_drawn_one() {
 /// A simulated reader's comb (test100 00694405, as drawn): a bar on three legs, the middle
 /// leg's sides drawn 6 and 21 degrees off upright, so no wall. The search put both sides on
 /// one line of the target and fitted the leg's foot from 4.6 mm to 0.04 (mIoU 0.49 as drawn,
-/// 0.44 fitted). The foot of a U keeps its length by the walls' rule: 0.71.
+/// 0.44 fitted). The foot of a U keeps its length by the walls' rule (0.71), and the leg's
+/// other side goes onto the target's line that no edge was on (`fit::missed`): 0.91.
 #[test]
 fn a_legs_foot_drawn_askew_is_not_fitted_to_nothing() {
     let sphere = "-12.498928548870524,-25.443386539188133,-12.944457990317611,50.0";
@@ -639,8 +640,28 @@ fn a_legs_foot_drawn_askew_is_not_fitted_to_nothing() {
     let (a, b) = (point("start"), point("end"));
     let length = (a[0] - b[0]).hypot(a[1] - b[1]);
     assert!(length > 1.0, "the middle leg's foot is {length:.2} mm long (drawn 4.6)");
+    assert!(kept_missed_line(&fit.features), "a side moved onto a missed line: {:?}", fit.features);
     let (got, before) = (fit.fitted_iou(), fit.iou(&fit.drawn));
-    assert!(got > 0.65 && before < 0.5, "mIoU {before:.3} as drawn, {got:.3} fitted");
+    assert!(got > 0.85 && before < 0.5, "mIoU {before:.3} as drawn, {got:.3} fitted");
+}
+
+/// Whether the fit at END kept a move of a profile's line onto a line of the target that no
+/// edge was on.
+fn kept_missed_line(features: &[Value]) -> bool {
+    features.iter().any(|f| f["report"]["missed"].is_array() && f["report"]["dropped"].is_null())
+}
+
+/// A simulated reader's bar (test100 00961053, as drawn): 10 mm across, 8.6 px on the picture,
+/// its bottom corner by a notch read 2 px under the top. The search put that corner on the
+/// top line, pinching the bar to nothing there (0.83), and nothing in its cost saw the
+/// bottom line left with no edge on it. At END the bottom side goes onto it (0.65 as drawn,
+/// 0.92 fitted).
+#[test]
+fn a_bars_side_pinched_onto_its_top_goes_back_onto_the_targets_bottom_line() {
+    let Some(fit) = Test100Fit::run("00961053", "bar_00961053_drawn.json", "0,0,0,50") else { return };
+    assert!(kept_missed_line(&fit.features), "a side moved onto a missed line: {:?}", fit.features);
+    let (got, before) = (fit.fitted_iou(), fit.iou(&fit.drawn));
+    assert!(got > 0.9 && before < 0.7, "mIoU {before:.3} as drawn, {got:.3} fitted");
 }
 
 /// A simulated reader's plate with a notch (test100 00106662, as drawn): its corners read a

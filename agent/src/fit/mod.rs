@@ -30,6 +30,7 @@ pub mod dimensions;
 pub mod edge_size;
 mod halfway;
 pub mod inside;
+pub mod missed;
 pub mod path;
 pub mod place;
 pub mod program;
@@ -358,6 +359,9 @@ pub struct FitReport {
     pub placed: Vec<place::Placed>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placed_depth: Option<place::PlacedDepth>,
+    /// A profile's lines with a line of the target beside them that no edge is on ([`missed`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missed: Vec<missed::MissedLine>,
     /// Round sides' radii measured across their outlines ([`round_side`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub round_sides: Vec<round_side::Measured>,
@@ -389,6 +393,7 @@ impl FitReport {
             walls: Vec::new(),
             placed: Vec::new(),
             placed_depth: None,
+            missed: Vec::new(),
             round_sides: Vec::new(),
             regular: regular::Regularised::default(),
             part_way: None,

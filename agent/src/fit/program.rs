@@ -25,6 +25,7 @@ use super::dimensions::Existing;
 use super::{Agreement, FitReport, TargetPixels, agreement, describe_changes, feature_of, moved_edges, sketch};
 use super::{edge_size, path, rename, thickness, wall};
 
+mod missed;
 mod place;
 mod round;
 mod walls;
@@ -268,6 +269,11 @@ pub fn fit_program(
                 last_kept = Some(k);
             }
         }
+    }
+    // Then a profile's line onto a line of the target that no edge is on ([`super::missed`]).
+    for _ in 0..missed::PASSES {
+        let state = (&mut current, &mut built, &mut holds_current);
+        each_feature(session, &mut done, state, |s, d, cb, jk| missed::fit_missed(s, d, cb, jk, &view))?;
     }
     // Then the thin extrusions' depths, measured across their sides ([`thickness`]).
     for k in 0..current.commands.len() {
