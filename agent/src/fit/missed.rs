@@ -189,7 +189,7 @@ pub fn beside(
             }
         }
     }
-    out.sort_by(|a, b| b.support.cmp(&a.support));
+    out.sort_by_key(|m| std::cmp::Reverse(m.support));
     out
 }
 

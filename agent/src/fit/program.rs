@@ -271,9 +271,14 @@ pub fn fit_program(
         }
     }
     // Then a profile's line onto a line of the target that no edge is on ([`super::missed`]).
+    // Again only where a move was kept: else the same lines are found and tried again.
     for _ in 0..missed::PASSES {
+        let kept = done.kept();
         let state = (&mut current, &mut built, &mut holds_current);
         each_feature(session, &mut done, state, |s, d, cb, jk| missed::fit_missed(s, d, cb, jk, &view))?;
+        if done.kept() == kept {
+            break;
+        }
     }
     // Then the thin extrusions' depths, measured across their sides ([`thickness`]).
     for k in 0..current.commands.len() {
