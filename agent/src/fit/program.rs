@@ -270,16 +270,6 @@ pub fn fit_program(
             }
         }
     }
-    // Then a profile's line onto a line of the target that no edge is on ([`super::missed`]).
-    // Again only where a move was kept: else the same lines are found and tried again.
-    for _ in 0..missed::PASSES {
-        let kept = done.kept();
-        let state = (&mut current, &mut built, &mut holds_current);
-        each_feature(session, &mut done, state, |s, d, cb, jk| missed::fit_missed(s, d, cb, jk, &view))?;
-        if done.kept() == kept {
-            break;
-        }
-    }
     // Then the thin extrusions' depths, measured across their sides ([`thickness`]).
     for k in 0..current.commands.len() {
         let Some(j) = profile_indices(&current.commands[..k], &current.commands[k]).first().copied() else { continue };
@@ -342,6 +332,19 @@ pub fn fit_program(
         .collect();
     let state = (&mut current, &mut built, &mut holds_current);
     each_feature(session, &mut done, state, |s, d, cb, jk| fit_walls(s, d, cb, jk, &inner, &view))?;
+    // Then a profile's line onto a line of the target that no edge is on ([`super::missed`]):
+    // after the walls, which measure a wall drawn thin from the target's outline (moved first,
+    // a scripted tube's inner lines went onto the target's, and the walls' move then made the
+    // whole picture agree less and was dropped: one wall left 14% thin).
+    // Again only where a move was kept: else the same lines are found and tried again.
+    for _ in 0..missed::PASSES {
+        let kept = done.kept();
+        let state = (&mut current, &mut built, &mut holds_current);
+        each_feature(session, &mut done, state, |s, d, cb, jk| missed::fit_missed(s, d, cb, jk, &view))?;
+        if done.kept() == kept {
+            break;
+        }
+    }
     // Then each profile's sides, put where the target draws them ([`super::place`]): after the
     // walls, whose inner lines may be pixels off before (they skew what the lines share).
     let state = (&mut current, &mut built, &mut holds_current);
