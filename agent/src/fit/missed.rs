@@ -16,9 +16,9 @@
 //! there. Which line it is the rebuilt model tells ([`missed_pixels`]): the one whose move
 //! leaves fewest of the target's line pixels with no edge near them.
 
+use super::place::{OnPicture, on_picture};
 use freecad_bridge::command::{Extrude, Primitive, Sketch};
 use freecad_bridge::state::Frame;
-use nalgebra::{Point3, Vector3};
 use serde::{Deserialize, Serialize};
 use views::{Camera, IdBuffers, NO_ENTITY};
 
@@ -119,74 +119,52 @@ pub fn beside(
     align: Alignment,
     target: &TargetPixels,
 ) -> Vec<MissedLine> {
-    let normal = Vector3::from(frame.normal);
-    let (xa, ya) = (Vector3::from(frame.x_axis), Vector3::from(frame.y_axis));
-    let project = |p: Vector3<f64>| camera.project(&Point3::from(p)).map(|(x, y, _)| [x, y]);
     let measuring = Scale::of(target, align);
     let unit = measuring.unit;
     let mut out: Vec<MissedLine> = Vec::new();
-    for (index, primitive) in sketch.primitives.iter().enumerate() {
-        let Primitive::Line { start, end, construction: false } = *primitive else { continue };
-        let (du, dv) = (end[0] - start[0], end[1] - start[1]);
-        let length = du.hypot(dv);
-        if length <= 0.0 {
+    for OnPicture { line: index, p0, e, u, span, px_per_mm, .. } in on_picture(sketch, extrude, frame, camera) {
+        if span < 2.0 * END_MARGIN_PX + MIN_SUPPORT as f64 {
             continue;
         }
-        let n3 = (xa * -dv + ya * du) / length;
-        for along in super::wall::copies(extrude) {
-            let at = |p: [f64; 2]| Vector3::from(frame.to_global(p[0], p[1])) + normal * along;
-            let (Some(p0), Some(p1), Some(pn)) = (project(at(start)), project(at(end)), project(at(start) + n3)) else {
-                continue;
-            };
-            let e = [p1[0] - p0[0], p1[1] - p0[1]];
-            let span = e[0].hypot(e[1]);
-            if span < 2.0 * END_MARGIN_PX + MIN_SUPPORT as f64 {
-                continue;
-            }
-            let e = [e[0] / span, e[1] / span];
-            let u = [-e[1], e[0]];
-            let px_per_mm = (pn[0] - p0[0]) * u[0] + (pn[1] - p0[1]) * u[1];
-            if px_per_mm.abs() < MIN_PX_PER_MM {
+        if px_per_mm.abs() < MIN_PX_PER_MM {
+            continue;
+        }
+        let bin = views::orientation_bin(e[0], e[1]);
+        let mut profiles = 0;
+        let mut missed: Vec<(f64, f64)> = Vec::new();
+        let mut t = END_MARGIN_PX;
+        while t <= span - END_MARGIN_PX {
+            let c = [p0[0] + t * e[0], p0[1] + t * e[1]];
+            t += 1.0;
+            if !drawn_near(ids, c) {
                 continue;
             }
-            let bin = views::orientation_bin(e[0], e[1]);
-            let mut profiles = 0;
-            let mut missed: Vec<(f64, f64)> = Vec::new();
-            let mut t = END_MARGIN_PX;
-            while t <= span - END_MARGIN_PX {
-                let c = [p0[0] + t * e[0], p0[1] + t * e[1]];
-                t += 1.0;
-                if !drawn_near(ids, c) {
-                    continue;
-                }
-                profiles += 1;
-                let lines = measuring.lines_across(target, align, c, u, -REACH_PX * unit, REACH_PX * unit);
-                for o in lines.into_iter().map(|o| o / unit) {
-                    if o.abs() > MISS_PX && edges.far([c[0] + o * u[0], c[1] + o * u[1]], bin) {
-                        missed.push((t - 1.0, o));
-                    }
+            profiles += 1;
+            let lines = measuring.lines_across(target, align, c, u, -REACH_PX * unit, REACH_PX * unit);
+            for o in lines.into_iter().map(|o| o / unit) {
+                if o.abs() > MISS_PX && edges.far([c[0] + o * u[0], c[1] + o * u[1]], bin) {
+                    missed.push((t - 1.0, o));
                 }
             }
-            let Some((a, b, support)) = straight(&missed) else { continue };
-            let extent = {
-                let on: Vec<f64> =
-                    missed.iter().filter(|m| (m.1 - a - b * m.0).abs() <= INLIER_PX).map(|m| m.0).collect();
-                on.iter().copied().fold(f64::NEG_INFINITY, f64::max) - on.iter().copied().fold(f64::INFINITY, f64::min)
-            };
-            if support < MIN_SUPPORT
-                || (support as f64) < MIN_SHARE * profiles as f64
-                || extent < MIN_EXTENT * (span - 2.0 * END_MARGIN_PX)
-                || b.abs() > MAX_SLOPE
-            {
-                continue;
-            }
-            let off_px = [a, a + b * span];
-            let found = MissedLine { line: index, off_px, shift: off_px.map(|o| o / px_per_mm), support, profiles };
-            match out.iter_mut().find(|m| m.line == index) {
-                Some(m) if m.support < support => *m = found,
-                Some(_) => {}
-                None => out.push(found),
-            }
+        }
+        let Some((a, b, support)) = straight(&missed) else { continue };
+        let extent = {
+            let on: Vec<f64> = missed.iter().filter(|m| (m.1 - a - b * m.0).abs() <= INLIER_PX).map(|m| m.0).collect();
+            on.iter().copied().fold(f64::NEG_INFINITY, f64::max) - on.iter().copied().fold(f64::INFINITY, f64::min)
+        };
+        if support < MIN_SUPPORT
+            || (support as f64) < MIN_SHARE * profiles as f64
+            || extent < MIN_EXTENT * (span - 2.0 * END_MARGIN_PX)
+            || b.abs() > MAX_SLOPE
+        {
+            continue;
+        }
+        let off_px = [a, a + b * span];
+        let found = MissedLine { line: index, off_px, shift: off_px.map(|o| o / px_per_mm), support, profiles };
+        match out.iter_mut().find(|m| m.line == index) {
+            Some(m) if m.support < support => *m = found,
+            Some(_) => {}
+            None => out.push(found),
         }
     }
     out.sort_by_key(|m| std::cmp::Reverse(m.support));

@@ -183,7 +183,6 @@ pub fn copies(
     target: &TargetPixels,
 ) -> Vec<LineCopy> {
     let normal = Vector3::from(frame.normal);
-    let (xa, ya) = (Vector3::from(frame.x_axis), Vector3::from(frame.y_axis));
     let project = |p: Vector3<f64>| camera.project(&Point3::from(p)).map(|(x, y, _)| [x, y]);
     let model_line =
         |x: f64, y: f64| -> f64 { super::bilinear(x, y, |i, j| f64::from(u8::from(ids.edge_at(i, j) != NO_ENTITY))) };
@@ -191,7 +190,70 @@ pub fn copies(
     let unit = measuring.unit;
     let reach = SEEK_PX + DISTINCT_PX;
     let mut out = Vec::new();
-    for (index, primitive) in sketch.primitives.iter().enumerate() {
+    for OnPicture { line: index, start, along, p0, e, u, span, px_per_mm } in on_picture(sketch, extrude, frame, camera)
+    {
+        let at = Vector3::from(frame.to_global(start[0], start[1])) + normal * along;
+        let Some(pd) = project(at + normal * depth_rate(extrude, along)) else { continue };
+        if span < 2.0 * END_MARGIN_PX + 1.0 {
+            continue;
+        }
+        // Along its length the line crosses this many of the target's pixel rows or
+        // columns sideways: where few, its profiles all read the same whole pixel.
+        let cycles = span * unit * e[0].abs().min(e[1].abs());
+        if px_per_mm.abs() < MIN_PX_PER_MM || cycles < MIN_CYCLES {
+            continue;
+        }
+        let mut profiles = Vec::new();
+        let mut t = END_MARGIN_PX;
+        while t <= span - END_MARGIN_PX {
+            let c = [p0[0] + t * e[0], p0[1] + t * e[1]];
+            t += 1.0;
+            // The model draws this line here, and no other line within reach across it:
+            // the target's line nearest is this one's.
+            if !drawn_near(ids, c)
+                || runs_across(model_line, c, u, -reach, reach).len() != 1
+                || drawn.crowded(c, p0, e, CROWDED_PX)
+            {
+                continue;
+            }
+            let lines = measuring.lines_across(target, align, c, u, -reach * unit, reach * unit);
+            if let Some(off) = nearest_alone(&lines, 0.0, SEEK_PX * unit) {
+                profiles.push(Profile { at: c, normal: u, off: off / unit });
+            }
+        }
+        if !profiles.is_empty() {
+            let depth_px_per_mm = (pd[0] - p0[0]) * u[0] + (pd[1] - p0[1]) * u[1];
+            out.push(LineCopy { feature, line: index, px_per_mm, depth_px_per_mm, profiles });
+        }
+    }
+    out
+}
+
+/// One straight line of a profile at one end of its extrusion, on the model's picture.
+pub(super) struct OnPicture {
+    /// The primitive in the sketch, its start (sketch coordinates), and the copy (mm along the
+    /// sketch's normal).
+    pub(super) line: usize,
+    pub(super) start: [f64; 2],
+    pub(super) along: f64,
+    /// Its start on the picture, the unit direction along it and the unit normal across it,
+    /// its length (pixels), and pixels along that normal per mm the line moves along its left
+    /// normal in the sketch.
+    pub(super) p0: [f64; 2],
+    pub(super) e: [f64; 2],
+    pub(super) u: [f64; 2],
+    pub(super) span: f64,
+    pub(super) px_per_mm: f64,
+}
+
+/// Every straight line of extrusion `extrude`'s profile `sketch` (as solved, on `frame`) at
+/// each of its copies, through `camera` (where it projects).
+pub(super) fn on_picture(sketch: &Sketch, extrude: &Extrude, frame: &Frame, camera: &Camera) -> Vec<OnPicture> {
+    let normal = Vector3::from(frame.normal);
+    let (xa, ya) = (Vector3::from(frame.x_axis), Vector3::from(frame.y_axis));
+    let project = |p: Vector3<f64>| camera.project(&Point3::from(p)).map(|(x, y, _)| [x, y]);
+    let mut out = Vec::new();
+    for (line, primitive) in sketch.primitives.iter().enumerate() {
         let Primitive::Line { start, end, construction: false } = *primitive else { continue };
         let (du, dv) = (end[0] - start[0], end[1] - start[1]);
         let length = du.hypot(dv);
@@ -201,50 +263,18 @@ pub fn copies(
         let n3 = (xa * -dv + ya * du) / length;
         for along in super::wall::copies(extrude) {
             let at = |p: [f64; 2]| Vector3::from(frame.to_global(p[0], p[1])) + normal * along;
-            let (Some(p0), Some(p1), Some(pn), Some(pd)) = (
-                project(at(start)),
-                project(at(end)),
-                project(at(start) + n3),
-                project(at(start) + normal * depth_rate(extrude, along)),
-            ) else {
+            let (Some(p0), Some(p1), Some(pn)) = (project(at(start)), project(at(end)), project(at(start) + n3)) else {
                 continue;
             };
             let e = [p1[0] - p0[0], p1[1] - p0[1]];
             let span = e[0].hypot(e[1]);
-            if span < 2.0 * END_MARGIN_PX + 1.0 {
+            if span <= 0.0 {
                 continue;
             }
             let e = [e[0] / span, e[1] / span];
             let u = [-e[1], e[0]];
             let px_per_mm = (pn[0] - p0[0]) * u[0] + (pn[1] - p0[1]) * u[1];
-            // Along its length the line crosses this many of the target's pixel rows or
-            // columns sideways: where few, its profiles all read the same whole pixel.
-            let cycles = span * unit * e[0].abs().min(e[1].abs());
-            if px_per_mm.abs() < MIN_PX_PER_MM || cycles < MIN_CYCLES {
-                continue;
-            }
-            let mut profiles = Vec::new();
-            let mut t = END_MARGIN_PX;
-            while t <= span - END_MARGIN_PX {
-                let c = [p0[0] + t * e[0], p0[1] + t * e[1]];
-                t += 1.0;
-                // The model draws this line here, and no other line within reach across it:
-                // the target's line nearest is this one's.
-                if !drawn_near(ids, c)
-                    || runs_across(model_line, c, u, -reach, reach).len() != 1
-                    || drawn.crowded(c, p0, e, CROWDED_PX)
-                {
-                    continue;
-                }
-                let lines = measuring.lines_across(target, align, c, u, -reach * unit, reach * unit);
-                if let Some(off) = nearest_alone(&lines, 0.0, SEEK_PX * unit) {
-                    profiles.push(Profile { at: c, normal: u, off: off / unit });
-                }
-            }
-            if !profiles.is_empty() {
-                let depth_px_per_mm = (pd[0] - p0[0]) * u[0] + (pd[1] - p0[1]) * u[1];
-                out.push(LineCopy { feature, line: index, px_per_mm, depth_px_per_mm, profiles });
-            }
+            out.push(OnPicture { line, start, along, p0, e, u, span, px_per_mm });
         }
     }
     out

@@ -409,7 +409,7 @@ pub fn measure(
             moves,
             widths,
             outline,
-            walls,
+            wall: median(&mut walls),
         });
     }
     pooled(&lines)
@@ -431,7 +431,8 @@ struct LineWalls {
     /// Per profile: the model's width and the target's (pixels).
     widths: Vec<(f64, f64)>,
     outline: Vec<f64>,
-    walls: Vec<f64>,
+    /// The wall's width in the model (mm, the median over the copies).
+    wall: f64,
 }
 
 impl LineWalls {
@@ -440,7 +441,7 @@ impl LineWalls {
     /// as wide.
     fn same_wall(&self, other: &LineWalls) -> bool {
         let facing = self.left[0] * other.left[0] + self.left[1] * other.left[1];
-        let (wall, other_wall) = (median(&mut self.walls.clone()), median(&mut other.walls.clone()));
+        let (wall, other_wall) = (self.wall, other.wall);
         facing.abs() >= 1.0 - 1e-6
             && (self.inward == other.inward) == (facing > 0.0)
             && (self.offset - facing.signum() * other.offset).abs() <= SAME_LINE_SHARE * wall.min(other_wall)
@@ -498,7 +499,7 @@ fn pooled(lines: &[LineWalls]) -> Vec<Measured> {
             };
             found.push(Measured {
                 line: line.index,
-                wall: median(&mut line.walls.clone()),
+                wall: line.wall,
                 shift,
                 model_px,
                 target_px,

@@ -1,10 +1,9 @@
 //! At END, a profile's line moved onto a line of the target that no edge of the model is on
 //! ([`crate::fit::missed`]).
 
-use freecad_bridge::command::Command;
 use freecad_bridge::{Program, Session};
 
-use super::walls::{settle, solved_extrusion, with_sketch};
+use super::walls::{extruded_sketch, settle, solved_extrusion, with_sketch};
 use super::{Build, ProgramFit, Round, View, fit_feature};
 use crate::fit::FitReport;
 use crate::fit::missed::{self, EdgeDistance};
@@ -35,11 +34,7 @@ pub(super) fn fit_missed(
     (j, k): (usize, usize),
     view: &View<'_>,
 ) -> Round {
-    let (Command::Extrude(_), Command::Sketch(sketch), Some(frame)) =
-        (&current.commands[k], &current.commands[j], built.frames[j])
-    else {
-        return Ok(None);
-    };
+    let Some((sketch, frame)) = extruded_sketch(current, built, (j, k)) else { return Ok(None) };
     let Some((solved, extrude)) = solved_extrusion(built, (j, k)) else { return Ok(None) };
     let p = &built.picture;
     let align = p.alignment();

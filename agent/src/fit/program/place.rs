@@ -4,7 +4,7 @@
 use freecad_bridge::command::Command;
 use freecad_bridge::{Program, Session};
 
-use super::walls::{settle, solved_extrusion, with_sketch};
+use super::walls::{extruded_sketch, settle, solved_extrusion, with_sketch};
 use super::{Build, ProgramFit, Round, View, profile_indices};
 use crate::fit::place::{self, LineCopy, Placed, Placement};
 use crate::fit::{FitReport, shift};
@@ -19,11 +19,7 @@ pub(super) fn fit_places(
     (j, k): (usize, usize),
     view: &View<'_>,
 ) -> Round {
-    let (Command::Extrude(_), Command::Sketch(sketch), Some(frame)) =
-        (&current.commands[k], &current.commands[j], built.frames[j])
-    else {
-        return Ok(None);
-    };
+    let Some((sketch, frame)) = extruded_sketch(current, built, (j, k)) else { return Ok(None) };
     let Some(Placement { sides, depth }) = measure(built, (j, k), view) else { return Ok(None) };
     if sides.is_empty() {
         return Ok(None);

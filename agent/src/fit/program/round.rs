@@ -1,9 +1,9 @@
 //! At END, the round sides' radii measured across their outlines ([`crate::fit::round_side`]).
 
 use freecad_bridge::command::Primitive;
-use freecad_bridge::{Command, Program, Session};
+use freecad_bridge::{Program, Session};
 
-use super::walls::{solved_extrusion, with_sketch};
+use super::walls::{extruded_sketch, solved_extrusion, with_sketch};
 use super::{Build, ProgramFit, Round, View, settle};
 use crate::fit::FitReport;
 use crate::fit::round_side::{self, Measured};
@@ -19,11 +19,7 @@ pub(super) fn fit_round_sides(
     (j, k): (usize, usize),
     view: &View<'_>,
 ) -> Round {
-    let (Command::Extrude(_), Command::Sketch(sketch), Some(frame)) =
-        (&current.commands[k], &current.commands[j], built.frames[j])
-    else {
-        return Ok(None);
-    };
+    let Some((sketch, frame)) = extruded_sketch(current, built, (j, k)) else { return Ok(None) };
     let measure = |build: &Build| -> Vec<Measured> {
         let p = &build.picture;
         solved_extrusion(build, (j, k)).map_or(Vec::new(), |(s, e)| {

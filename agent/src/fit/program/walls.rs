@@ -24,11 +24,7 @@ pub(super) fn fit_walls(
     inner: &[[Point3; 2]],
     view: &View<'_>,
 ) -> Round {
-    let (Command::Extrude(_), Command::Sketch(sketch), Some(frame)) =
-        (&current.commands[k], &current.commands[j], built.frames[j])
-    else {
-        return Ok(None);
-    };
+    let Some((sketch, frame)) = extruded_sketch(current, built, (j, k)) else { return Ok(None) };
     let measure = |build: &Build| -> Vec<wall::Measured> {
         let p = &build.picture;
         solved_extrusion(build, (j, k)).map_or(Vec::new(), |(s, e)| {
@@ -137,6 +133,19 @@ pub(super) fn with_sketch(
             None
         }
     })
+}
+
+/// Sketch `j` of `current` and its frame in `built`, where command `k` is an extrusion of it:
+/// what each measured fit at END moves.
+pub(super) fn extruded_sketch<'a>(
+    current: &'a Program,
+    built: &Build,
+    (j, k): (usize, usize),
+) -> Option<(&'a Sketch, Frame)> {
+    match (&current.commands[k], &current.commands[j], built.frames[j]) {
+        (Command::Extrude(_), Command::Sketch(sketch), Some(frame)) => Some((sketch, frame)),
+        _ => None,
+    }
 }
 
 /// Feature `k`, an extrusion, and its sketch `j` as `build` solved them (measured again after
