@@ -38,8 +38,6 @@ pub const REACH_PX: f64 = 14.0;
 /// larger than drawn is another part).
 pub const SMALLEST: f64 = 0.3;
 pub const LARGEST: f64 = 2.5;
-/// Golden-section steps after the scan.
-const REFINE_STEPS: usize = 3;
 
 /// The sizes a fillet or chamfer drawn `size` may take, seen at `px_per_unit`.
 pub fn bounds(size: f64, px_per_unit: f64) -> (f64, f64) {
@@ -48,19 +46,28 @@ pub fn bounds(size: f64, px_per_unit: f64) -> (f64, f64) {
 }
 
 /// The best size in `(lo, hi)` by `cost` (lower is better; `None`: that size does not
-/// build), starting from `start`, whose cost and result are `at_start`. Returns the best
-/// size, its cost and what `cost` made of it, and how many sizes were tried.
+/// build), starting from `start`, whose cost and result are `at_start`: the ends of the reach
+/// and half way to them, then `steps` of a golden section about the best. The half-way sizes
+/// are tried first; the ends and the golden section only where the best so far is `gain` or
+/// more below the start's cost (a negative infinity: always). Returns the best size, its cost
+/// and what `cost` made of it, and how many sizes were tried.
 pub fn minimise<T>(
     start: f64,
     at_start: (f64, T),
     (lo, hi): (f64, f64),
+    (steps, gain): (usize, f64),
     mut cost: impl FnMut(f64) -> Option<(f64, T)>,
 ) -> (f64, (f64, T), usize) {
     let mut tried = 0;
+    let start_cost = at_start.0;
     let mut best = (start, at_start);
-    // The scan: the ends of the reach and half way to them, either side.
+    // The scan: half way to the ends of the reach, either side, then the ends.
     let mut scanned = vec![(start, best.1.0)];
-    for size in [lo, 0.5 * (lo + start), 0.5 * (start + hi), hi] {
+    let gained = |best: f64| best <= start_cost - gain;
+    for (i, size) in [0.5 * (lo + start), 0.5 * (start + hi), lo, hi].into_iter().enumerate() {
+        if i >= 2 && !gained(best.1.0) {
+            break;
+        }
         if (size - start).abs() <= 1e-9 * start.abs().max(1.0) {
             continue;
         }
@@ -76,7 +83,8 @@ pub fn minimise<T>(
     let at = scanned.iter().position(|&(s, _)| s == best.0).unwrap_or(0);
     let (mut a, mut b) = (scanned[at.saturating_sub(1)].0, scanned[(at + 1).min(scanned.len() - 1)].0);
     const INVERSE_PHI: f64 = 0.618_033_988_749_894_9;
-    for _ in 0..REFINE_STEPS {
+    let steps = if gained(best.1.0) { steps } else { 0 };
+    for _ in 0..steps {
         if b - a <= 1e-9 * best.0.abs().max(1.0) {
             break;
         }
@@ -127,15 +135,30 @@ mod tests {
         // The picture agrees best at 1.4 (cost grows with the distance from it, flat past
         // a cap as edges fall off the target's lines); sizes above 3 do not build.
         let cost = |s: f64| (s <= 3.0).then(|| ((s - 1.4).abs().min(1.0), ()));
-        let (size, (c, ()), tried) = minimise(2.0, (cost(2.0).unwrap().0, ()), bounds(2.0, 3.0), cost);
+        let (size, (c, ()), tried) =
+            minimise(2.0, (cost(2.0).unwrap().0, ()), bounds(2.0, 3.0), (3, f64::NEG_INFINITY), cost);
         assert!((size - 1.4).abs() < 0.1, "{size} (cost {c})");
-        assert!(tried <= 4 + REFINE_STEPS, "{tried} tries");
+        assert!(tried <= 4 + 3, "{tried} tries");
+    }
+
+    #[test]
+    fn a_scan_that_gains_nothing_half_way_stops_there_unless_told_to_go_on() {
+        // Flat near the start, lower only past 1.5 times it.
+        let cost = |s: f64| Some((if s > 3.0 { 0.5 } else { 1.0 }, ()));
+        let (size, _, tried) = minimise(2.0, (1.0, ()), (1.0, 3.5), (5, 0.15), cost);
+        assert_eq!((size, tried), (2.0, 2), "two half-way tries, nothing kept");
+        let (size, _, tried) = minimise(2.0, (1.0, ()), (1.0, 3.5), (5, f64::NEG_INFINITY), cost);
+        assert!(size > 3.0 && tried > 4, "{size} after {tried} tries");
+        // Lower half way: the ends and the golden section follow.
+        let cost = |s: f64| Some(((s - 2.6).abs(), ()));
+        let (size, _, tried) = minimise(2.0, (0.6, ()), (1.0, 3.5), (5, 0.15), cost);
+        assert!((size - 2.6).abs() < 0.15 && tried == 9, "{size} after {tried} tries");
     }
 
     #[test]
     fn an_exact_size_stays() {
         let cost = |s: f64| Some(((s - 2.0).abs(), ()));
-        let (size, _, _) = minimise(2.0, (0.0, ()), bounds(2.0, 3.0), cost);
+        let (size, _, _) = minimise(2.0, (0.0, ()), bounds(2.0, 3.0), (3, f64::NEG_INFINITY), cost);
         assert_eq!(size, 2.0);
     }
 }

@@ -738,7 +738,7 @@ pub(crate) fn describe_changes(report: &mut FitReport, drawn: &Sketch, fitted: &
     report.changes.extend(c.changes);
 }
 
-fn depths(extent: &freecad_bridge::command::Extent) -> Vec<(&'static str, f64)> {
+pub(crate) fn depths(extent: &freecad_bridge::command::Extent) -> Vec<(&'static str, f64)> {
     use freecad_bridge::command::Extent;
     match *extent {
         Extent::OneSide { depth } | Extent::Symmetric { depth } => vec![("depth", depth)],

@@ -23,11 +23,12 @@ use views::{IdBuffers, Options, Scene};
 
 use super::dimensions::Existing;
 use super::{Agreement, FitReport, TargetPixels, agreement, describe_changes, feature_of, moved_edges, sketch};
-use super::{edge_size, path, rename, thickness, wall};
+use super::{path, rename, thickness, wall};
 
 mod missed;
 mod place;
 mod round;
+mod sizes;
 mod walls;
 
 use walls::{fit_walls, settle};
@@ -186,8 +187,8 @@ fn picture(session: &mut Session, view: &View<'_>) -> Result<Picture, BridgeErro
 }
 
 /// Fit every extrusion, revolve, sweep and loft of `program` (as solved) to the target, in
-/// program order, then the extrusions' depths and walls as measured, then each fillet's and
-/// chamfer's size ([`edge_size`]).
+/// program order, then the extrusions' depths and walls as measured, then each extrusion's
+/// depth and each fillet's and chamfer's size on rebuilt models ([`sizes`]).
 /// Returns the program to keep (as solved) and what was done; the session then holds that
 /// program's document, built from the start in a new worker. A program that does not
 /// rebuild is an error.
@@ -352,62 +353,13 @@ pub fn fit_program(
     // Then the round sides' radii, measured across their outlines ([`super::round_side`]).
     let state = (&mut current, &mut built, &mut holds_current);
     each_feature(session, &mut done, state, |s, d, cb, jk| round::fit_round_sides(s, d, cb, jk, &view))?;
-    // Then the fillets' radii and the chamfers' sizes, searched on rebuilt models ([`edge_size`]).
+    // Then each extrusion's depth, and the fillets' radii and the chamfers' sizes, searched
+    // on rebuilt models ([`sizes`]).
+    let state = (&mut current, &mut built, &mut holds_current);
+    each_feature(session, &mut done, state, |s, d, cb, jk| sizes::fit_depth(s, d, cb, jk, &view))?;
     for k in 0..current.commands.len() {
-        let Some((what, size)) = edge_size::size_of(&current.commands[k]) else { continue };
-        let feature_started = Instant::now();
-        let before = built.picture.agreement;
-        let bounds = edge_size::bounds(size, sketch::pixels_per_unit(&built.picture.camera));
-        let mut failed = None;
-        // Every size scored under the drawn model's alignment: the whole picture's best
-        // alignment moves by a pixel with the size, and chasing it took a shaft's chamfer
-        // from 1.66 to 0.58 (the target's is 1.54).
-        let align = built.picture.alignment();
-        let start_cost = super::edge_distance_at(&built.picture.ids, align, target);
-        let (best, (_, after), tried) = edge_size::minimise(size, (start_cost, None), bounds, |s| {
-            let mut candidate = current.clone();
-            candidate.commands[k] = edge_size::with_size(&current.commands[k], s);
-            match done.build(session, &candidate, Some(&built), &view) {
-                Ok(Ok(after)) => Some((super::edge_distance_at(&after.picture.ids, align, target), Some(after))),
-                Ok(Err(_)) => None,
-                Err(e) => {
-                    failed.get_or_insert(e);
-                    None
-                }
-            }
-        });
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        holds_current = holds_current && tried == 0;
-        let mut report = FitReport { evaluations: tried, ..FitReport::unmoved(before, [0.0, 0.0]) };
-        match after {
-            None => report.dropped = Some(format!("no {what} in reach agrees better with the target")),
-            Some(after) => {
-                let p = &after.picture;
-                let moved = moved_edges((&built.picture.ids, align), (&p.ids, p.alignment()), target);
-                report.moved = Some(moved);
-                if moved.agrees_better(&before, &p.agreement) {
-                    report.after = p.agreement;
-                    report.changes.push(super::Change { what: what.into(), from: size, to: best });
-                    current = after.solved.clone();
-                    built = after;
-                    holds_current = true;
-                } else {
-                    report.dropped = Some(format!(
-                        "{what} {best:.3}: in the rebuilt model the moved edges lie {:.2} px from the target's lines \
-                         against {:.2} px before ({} pixels changed), and all its edges {:.3} px against {:.3} px",
-                        moved.after_px,
-                        moved.before_px,
-                        moved.pixels,
-                        p.agreement.cost(),
-                        before.cost()
-                    ));
-                }
-            }
-        }
-        report.seconds = feature_started.elapsed().as_secs_f64();
-        done.features.push(FeatureFit { command: k, report, undone: false });
+        let state = (&mut current, &mut built, &mut holds_current);
+        once(session, &mut done, state, k, |s, d, cb| sizes::fit_edge_size(s, d, cb, k, &view))?;
     }
     // The session holds the program that is kept: the one given, to the bit, when nothing
     // moved (a rebuild solves its sketches again, to about 1e-12 of where they were).
@@ -462,16 +414,30 @@ fn each_feature(
 ) -> Result<(), BridgeError> {
     for k in 0..current.commands.len() {
         let Some(j) = profile_indices(&current.commands[..k], &current.commands[k]).first().copied() else { continue };
-        let feature_started = Instant::now();
-        let Some((mut report, kept)) = fit(session, done, (current, built), (j, k))? else { continue };
-        *holds_current = kept.is_some() || (*holds_current && report.evaluations == 0);
-        if let Some(after) = kept {
-            *current = after.solved.clone();
-            *built = after;
-        }
-        report.seconds = feature_started.elapsed().as_secs_f64();
-        done.features.push(FeatureFit { command: k, report, undone: false });
+        let state = (&mut *current, &mut *built, &mut *holds_current);
+        once(session, done, state, k, |s, d, cb| fit(s, d, cb, (j, k)))?;
     }
+    Ok(())
+}
+
+/// Fit command `k` of the program once with `fit`; the program, its build and whether the
+/// session holds it (`state`) follow a kept fit, and the report is recorded.
+fn once(
+    session: &mut Session,
+    done: &mut ProgramFit,
+    (current, built, holds_current): (&mut Program, &mut Build, &mut bool),
+    k: usize,
+    fit: impl FnOnce(&mut Session, &mut ProgramFit, (&Program, &Build)) -> Round,
+) -> Result<(), BridgeError> {
+    let feature_started = Instant::now();
+    let Some((mut report, kept)) = fit(session, done, (current, built))? else { return Ok(()) };
+    *holds_current = kept.is_some() || (*holds_current && report.evaluations == 0);
+    if let Some(after) = kept {
+        *current = after.solved.clone();
+        *built = after;
+    }
+    report.seconds = feature_started.elapsed().as_secs_f64();
+    done.features.push(FeatureFit { command: k, report, undone: false });
     Ok(())
 }
 
