@@ -687,6 +687,29 @@ fn a_tubes_depth_read_deep_is_searched_on_the_rebuilt_model() {
     assert!(got > 0.9 && before < 0.3, "mIoU {before:.3} as drawn, {got:.3} fitted");
 }
 
+/// A simulated reader's plate with two blocks on its back half (test100 00319779, as drawn):
+/// the plate read 4% thin, its back on its sketch plane. Fitted where its front is drawn,
+/// the whole plate lay 2 mm down and left along the line of sight, which the front's lines
+/// cannot tell; only its back's outline and the line where it meets the blocks did (mIoU
+/// 0.83). Slid along the line of sight on the rebuilt model, its drawing moves about 3 mm in
+/// its plane and its depth grows by about 2 mm: 0.98.
+#[test]
+fn a_plate_fitted_off_along_the_line_of_sight_is_slid_back() {
+    let sphere = "-10.79215036823312,-20.251561976542142,-9.459411608309022,50.0";
+    let Some(fit) = Test100Fit::run("00319779", "plate_00319779_drawn.json", sphere) else { return };
+    let slid = fit
+        .features
+        .iter()
+        .filter(|f| f["command"] == 1 && f["report"]["dropped"].is_null())
+        .flat_map(|f| f["report"]["changes"].as_array().cloned().unwrap_or_default())
+        .find(|c| c["what"].as_str().is_some_and(|w| w.starts_with("slide along the line of sight")))
+        .expect("the plate slid");
+    let by = slid["to"].as_f64().expect("a number");
+    assert!((2.0..4.5).contains(&by), "the plate's drawing moved {by} mm in its plane (about 3 expected)");
+    let (got, before) = (fit.fitted_iou(), fit.iou(&fit.drawn));
+    assert!(got > 0.95 && before < 0.9, "mIoU {before:.3} as drawn, {got:.3} fitted");
+}
+
 /// A simulated reader's plate with a notch (test100 00106662, as drawn): its corners read a
 /// millimetre off. Squared, it agrees only 0.09 px better on the picture model, under the
 /// 0.3 px a free move must gain; a drawing read off square and squared is kept where the

@@ -353,10 +353,12 @@ pub fn fit_program(
     // Then the round sides' radii, measured across their outlines ([`super::round_side`]).
     let state = (&mut current, &mut built, &mut holds_current);
     each_feature(session, &mut done, state, |s, d, cb, jk| round::fit_round_sides(s, d, cb, jk, &view))?;
-    // Then each extrusion's depth, and the fillets' radii and the chamfers' sizes, searched
-    // on rebuilt models ([`sizes`]).
+    // Then each extrusion's depth, each one-sided extrusion slid along the line of sight, and
+    // the fillets' radii and the chamfers' sizes, searched on rebuilt models ([`sizes`]).
     let state = (&mut current, &mut built, &mut holds_current);
     each_feature(session, &mut done, state, |s, d, cb, jk| sizes::fit_depth(s, d, cb, jk, &view))?;
+    let state = (&mut current, &mut built, &mut holds_current);
+    each_feature(session, &mut done, state, |s, d, cb, jk| sizes::fit_slide(s, d, cb, jk, &view))?;
     for k in 0..current.commands.len() {
         let state = (&mut current, &mut built, &mut holds_current);
         once(session, &mut done, state, k, |s, d, cb| sizes::fit_edge_size(s, d, cb, k, &view))?;
