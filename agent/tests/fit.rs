@@ -710,8 +710,7 @@ fn a_tubes_depth_read_deep_is_searched_on_the_rebuilt_model() {
         .iter()
         .filter(|f| f["command"] == 1 && f["report"]["dropped"].is_null())
         .flat_map(|f| f["report"]["changes"].as_array().cloned().unwrap_or_default())
-        .filter(|c| c["what"] == "extent.depth")
-        .last()
+        .rfind(|c| c["what"] == "extent.depth")
         .expect("the tube's depth moved");
     let to = depth["to"].as_f64().expect("a number");
     assert!((to / 62.5 - 1.0).abs() < 0.03, "the tube's depth {to} for the part's 62.5");

@@ -106,7 +106,7 @@ pub(super) fn fit_depth(
 
 /// Search feature `k` (an extrusion of sketch `j` to one side) slid along the line of sight:
 /// its drawing moved in its plane and its depth changed together, so that its far end stays
-/// where the picture shows it and only its end on the sketch plane moves. A plate read 5%
+/// where the picture shows it and only its end on the sketch plane moves. A plate read 4%
 /// thin, its back pinned to its plane, was fitted with its front where the target draws it:
 /// the whole plate then lay 2 mm down and left along the line of sight, under the blocks on
 /// it, and only its back's outline and the line where it meets them told (test100 00319779,
