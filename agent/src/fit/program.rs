@@ -388,17 +388,8 @@ fn in_rounds(
     mut fit: impl FnMut(&mut Session, &mut ProgramFit, (&Program, &Build)) -> Round,
 ) -> Result<(), BridgeError> {
     for _round in 0..FEATURE_ROUNDS {
-        let feature_started = Instant::now();
-        let Some((mut report, kept)) = fit(session, done, (current, built))? else { break };
-        *holds_current = kept.is_some() || (*holds_current && report.evaluations == 0);
-        let moved = kept.is_some();
-        if let Some(after) = kept {
-            *current = after.solved.clone();
-            *built = after;
-        }
-        report.seconds = feature_started.elapsed().as_secs_f64();
-        done.features.push(FeatureFit { command: k, report, undone: false });
-        if !moved {
+        let state = (&mut *current, &mut *built, &mut *holds_current);
+        if !once(session, done, state, k, &mut fit)? {
             break;
         }
     }
@@ -423,24 +414,26 @@ fn each_feature(
 }
 
 /// Fit command `k` of the program once with `fit`; the program, its build and whether the
-/// session holds it (`state`) follow a kept fit, and the report is recorded.
+/// session holds it (`state`) follow a kept fit, and the report is recorded. Whether the fit
+/// was kept.
 fn once(
     session: &mut Session,
     done: &mut ProgramFit,
     (current, built, holds_current): (&mut Program, &mut Build, &mut bool),
     k: usize,
     fit: impl FnOnce(&mut Session, &mut ProgramFit, (&Program, &Build)) -> Round,
-) -> Result<(), BridgeError> {
+) -> Result<bool, BridgeError> {
     let feature_started = Instant::now();
-    let Some((mut report, kept)) = fit(session, done, (current, built))? else { return Ok(()) };
+    let Some((mut report, kept)) = fit(session, done, (current, built))? else { return Ok(false) };
     *holds_current = kept.is_some() || (*holds_current && report.evaluations == 0);
+    let moved = kept.is_some();
     if let Some(after) = kept {
         *current = after.solved.clone();
         *built = after;
     }
     report.seconds = feature_started.elapsed().as_secs_f64();
     done.features.push(FeatureFit { command: k, report, undone: false });
-    Ok(())
+    Ok(moved)
 }
 
 /// Fit feature `k` (on sketch `j`) of `current` as `built` once ([`sketch::propose`]): the

@@ -12,15 +12,17 @@
 //! target, here lined up anew for each try ([`Judged::Realigned`]).
 
 use freecad_bridge::command::{Extent, Extrude, Mode, Primitive, Sketch};
-use freecad_bridge::{Command, Program, Session};
+use freecad_bridge::geometry::{add, dot, scale};
+use freecad_bridge::state::Frame;
+use freecad_bridge::{BridgeError, Command, Program, Session};
 use nalgebra::Point3;
 
-use super::walls::extruded_sketch;
+use super::walls::{extruded_sketch, settle};
 use super::{Build, ProgramFit, Round, View};
 use crate::fit::Change;
 use crate::fit::dimensions::{Existing, follow_geometry};
 use crate::fit::missed::{self, EdgeDistance};
-use crate::fit::{FitReport, edge_distance_at, edge_size, moved_edges, sketch, worth_building};
+use crate::fit::{FitReport, depths, edge_distance_at, edge_size, moved_edges, sketch, worth_building};
 
 /// A depth moves up to this many pixels' worth on the picture ...
 pub const DEPTH_REACH_PX: f64 = 14.0;
@@ -70,8 +72,7 @@ pub(super) fn fit_depth(
     (j, k): (usize, usize),
     view: &View<'_>,
 ) -> Round {
-    let Some((_, frame)) = extruded_sketch(current, built, (j, k)) else { return Ok(None) };
-    let Command::Extrude(extrude) = &current.commands[k] else { return Ok(None) };
+    let Some((extrude, frame)) = extrusion(current, built, (j, k)) else { return Ok(None) };
     let depth = match extrude.extent {
         Extent::OneSide { depth } | Extent::Symmetric { depth } => depth,
         Extent::TwoSides { depth, depth2 } => depth + depth2,
@@ -79,29 +80,39 @@ pub(super) fn fit_depth(
     };
     // How long the depth is on the picture, at the sketch's origin.
     let camera = &built.picture.camera;
-    let (o, n) = (frame.to_global(0.0, 0.0), frame.normal);
-    let at = |t: f64| camera.project(&Point3::new(o[0] + t * n[0], o[1] + t * n[1], o[2] + t * n[2]));
+    let at = |t: f64| camera.project(&Point3::from(add(frame.origin, scale(frame.normal, t))));
     let Some(((ax, ay, _), (bx, by, _))) = at(0.0).zip(at(depth)) else { return Ok(None) };
     let depth_px = (bx - ax).hypot(by - ay);
     if depth_px < MIN_DEPTH_PX {
         return Ok(None);
     }
     let reach = (DEPTH_REACH_PX / depth_px).min(DEPTH_REACH_SHARE);
-    let what = "extent.depth";
-    search(
-        session,
-        done,
-        (current, built),
-        k,
-        view,
-        (what, 1.0, (1.0 - reach, 1.0 + reach)),
-        Judged::Realigned,
-        |p, f| {
+    let bounds = (1.0 - reach, 1.0 + reach);
+    let searched =
+        search(session, done, (current, built), k, view, ("extent.depth", 1.0, bounds), Judged::Realigned, |p, f| {
             if let Command::Extrude(e) = &mut p.commands[k] {
                 sketch::scale_depth(&mut e.extent, f);
             }
-        },
-    )
+        })?;
+    settled(searched, current, (j, k))
+}
+
+/// Feature `k` of `current`, an extrusion of sketch `j`, and the sketch's frame in `built`.
+fn extrusion<'a>(current: &'a Program, built: &Build, (j, k): (usize, usize)) -> Option<(&'a Extrude, Frame)> {
+    let (_, frame) = extruded_sketch(current, built, (j, k))?;
+    match &current.commands[k] {
+        Command::Extrude(extrude) => Some((extrude, frame)),
+        _ => None,
+    }
+}
+
+/// A searched move of feature `k` (on sketch `j`) as a fit's round: kept, what moved in the
+/// drawing and the extrusion ([`settle`]).
+fn settled((report, after, _): Searched, current: &Program, (j, k): (usize, usize)) -> Round {
+    match after {
+        Some(after) => settle(report, current, (j, k), after),
+        None => Ok(Some((report, None))),
+    }
 }
 
 /// Search feature `k` (an extrusion of sketch `j` to one side) slid along the line of sight:
@@ -121,11 +132,9 @@ pub(super) fn fit_slide(
     (j, k): (usize, usize),
     view: &View<'_>,
 ) -> Round {
-    let Some((_, frame)) = extruded_sketch(current, built, (j, k)) else { return Ok(None) };
-    let Command::Extrude(extrude) = &current.commands[k] else { return Ok(None) };
+    let Some((extrude, frame)) = extrusion(current, built, (j, k)) else { return Ok(None) };
     let Extent::OneSide { depth } = extrude.extent else { return Ok(None) };
     let camera = &built.picture.camera;
-    let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
     // An add goes along the plane's normal, a cut against it; `reversed` turns either.
     let along = if (extrude.mode == Mode::Add) != extrude.reversed { 1.0 } else { -1.0 };
     let across = dot(camera.forward, frame.normal);
@@ -140,7 +149,7 @@ pub(super) fn fit_slide(
     let (du, dv) = (dot(camera.forward, frame.x_axis), dot(camera.forward, frame.y_axis));
     let existing = built.states[j].as_ref().map(|state| Existing { state, frame: &frame });
     let what = "slide along the line of sight";
-    let round =
+    let searched =
         search(session, done, (current, built), k, view, (what, 0.0, (-reach, reach)), Judged::Realigned, |p, t| {
             if let Command::Sketch(s) = &mut p.commands[j] {
                 translate(s, [t * du, t * dv]);
@@ -150,18 +159,14 @@ pub(super) fn fit_slide(
                 *depth += t * deeper;
             }
         })?;
-    Ok(round.map(|(mut report, after)| {
-        if let Some(after) = &after {
-            let slid = match (&current.commands[j], &after.solved.commands[j]) {
-                (Command::Sketch(a), Command::Sketch(b)) => {
-                    first_point(b).zip(first_point(a)).map(|(p, q)| (p[0] - q[0]).hypot(p[1] - q[1]))
-                }
-                _ => None,
-            };
+    // Every point of the drawing moves alike: the farthest move is the slide's.
+    Ok(settled(searched, current, (j, k))?.map(|(mut report, after)| {
+        if after.is_some() {
+            let slid = report.largest_move;
             report.changes.push(Change {
                 what: format!("{what} (the drawing's move in its plane, mm)"),
                 from: 0.0,
-                to: slid.unwrap_or(0.0),
+                to: slid,
             });
         }
         (report, after)
@@ -187,14 +192,6 @@ fn translate(sketch: &mut Sketch, by: [f64; 2]) {
     }
 }
 
-/// The drawing's first point (where a slide is reported from).
-fn first_point(sketch: &Sketch) -> Option<[f64; 2]> {
-    sketch.primitives.first().map(|p| match p {
-        Primitive::Line { start, .. } | Primitive::Arc { start, .. } => *start,
-        Primitive::CenterArc { center, .. } | Primitive::Circle { center, .. } => *center,
-    })
-}
-
 /// Search the size of fillet or chamfer `k` on rebuilt models ([`edge_size`]). `None`: `k` is
 /// neither.
 pub(super) fn fit_edge_size(
@@ -206,14 +203,20 @@ pub(super) fn fit_edge_size(
 ) -> Round {
     let Some((what, size)) = edge_size::size_of(&current.commands[k]) else { return Ok(None) };
     let bounds = edge_size::bounds(size, sketch::pixels_per_unit(&built.picture.camera));
-    search(session, done, (current, built), k, view, (what, size, bounds), Judged::OnDrawnAlignment, |p, s| {
-        p.commands[k] = edge_size::with_size(&current.commands[k], s)
-    })
+    let (mut report, after, best) =
+        search(session, done, (current, built), k, view, (what, size, bounds), Judged::OnDrawnAlignment, |p, s| {
+            p.commands[k] = edge_size::with_size(&current.commands[k], s)
+        })?;
+    if after.is_some() {
+        report.changes.push(Change { what: what.into(), from: size, to: best });
+    }
+    Ok(Some((report, after)))
 }
 
 /// Search one number of command `k` (`what`, from `start` within `bounds`) on rebuilt models,
-/// `with` setting it in a copy of the program: the report (the change in the command's own
-/// terms), and the new build when the best is kept.
+/// `with` setting it in a copy of the program: the report (why the best was not kept, or its
+/// agreement where it was; the callers say what moved), the new build when the best is kept,
+/// and the best value.
 #[allow(clippy::too_many_arguments)]
 fn search(
     session: &mut Session,
@@ -224,7 +227,7 @@ fn search(
     (what, start, bounds): (&str, f64, (f64, f64)),
     judged: Judged,
     with: impl Fn(&mut Program, f64),
-) -> Round {
+) -> Result<Searched, BridgeError> {
     let candidate_at = |value: f64| {
         let mut candidate = current.clone();
         with(&mut candidate, value);
@@ -261,7 +264,7 @@ fn search(
     let mut report = FitReport { evaluations: tried, ..FitReport::unmoved(before, [0.0, 0.0]) };
     let Some(after) = after else {
         report.dropped = Some(format!("no {what} in reach agrees better with the target"));
-        return Ok(Some((report, None)));
+        return Ok((report, None, best));
     };
     let p = &after.picture;
     let moved = moved_edges((&built.picture.ids, align), (&p.ids, p.alignment()), view.target);
@@ -313,36 +316,23 @@ fn search(
                 crate::fit::MAX_LEFT
             ),
         });
-        return Ok(Some((report, None)));
+        return Ok((report, None, best));
     }
     report.after = p.agreement;
-    report.changes = changes(what, (&current.commands[k], start), (&after.solved.commands[k], best));
-    Ok(Some((report, Some(after))))
+    Ok((report, Some(after), best))
 }
 
-/// The numbers of command `k` as a report names them: each depth of an extrusion (in model
-/// units: the factor searched is not what a reader reads), or the size of a fillet or
+/// What [`search`] found: the report, the new build when the best is kept, the best value.
+type Searched = (FitReport, Option<Build>, f64);
+
+/// The numbers tried, for a report: each depth of an extrusion in model units (the factor
+/// searched is not what a reader reads), `extent.depth 62.500`; or the size of a fillet or
 /// chamfer.
-fn numbers(what: &str, command: &Command, size: f64) -> Vec<(String, f64)> {
+fn describe(what: &str, command: &Command, size: f64) -> String {
     match command {
         Command::Extrude(e) => {
-            crate::fit::depths(&e.extent).into_iter().map(|(n, x)| (format!("extent.{n}"), x)).collect()
+            depths(&e.extent).iter().map(|(n, x)| format!("extent.{n} {x:.3}")).collect::<Vec<_>>().join(", ")
         }
-        _ => vec![(what.to_string(), size)],
+        _ => format!("{what} {size:.3}"),
     }
-}
-
-/// The numbers tried, for a report: `extent.depth 62.5`.
-fn describe(what: &str, command: &Command, size: f64) -> String {
-    numbers(what, command, size).iter().map(|(n, x)| format!("{n} {x:.3}")).collect::<Vec<_>>().join(", ")
-}
-
-/// What moved from `from` (at `start`) to `to` (at `best`).
-fn changes(what: &str, (from, start): (&Command, f64), (to, best): (&Command, f64)) -> Vec<crate::fit::Change> {
-    numbers(what, from, start)
-        .into_iter()
-        .zip(numbers(what, to, best))
-        .filter(|((_, x), (_, y))| x != y)
-        .map(|((what, from), (_, to))| crate::fit::Change { what, from, to })
-        .collect()
 }
