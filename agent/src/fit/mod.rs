@@ -424,6 +424,9 @@ impl FitReport {
         if self.regular.concentric > 0 {
             moved.push(format!("{} pairs of its circles and arcs put about one centre", self.regular.concentric));
         }
+        if self.regular.equal > 0 {
+            moved.push(format!("{} of its circles given the radius of another", self.regular.equal));
+        }
         moved.extend(self.changes.iter().map(|c| format!("{} {} -> {} mm", c.what, short(c.from), short(c.to))));
         if let Some(share) = self.part_way {
             moved.push(format!("{share} of the move found (the whole move did not build)"));

@@ -25,6 +25,7 @@ use super::dimensions::Existing;
 use super::{Agreement, FitReport, TargetPixels, agreement, describe_changes, feature_of, moved_edges, sketch};
 use super::{path, rename, thickness, wall};
 
+mod loft;
 mod missed;
 mod place;
 mod round;
@@ -353,6 +354,11 @@ pub fn fit_program(
     // Then the round sides' radii, measured across their outlines ([`super::round_side`]).
     let state = (&mut current, &mut built, &mut holds_current);
     each_feature(session, &mut done, state, |s, d, cb, jk| round::fit_round_sides(s, d, cb, jk, &view))?;
+    // Then each loft's last section put over its first along the line of sight ([`loft`]).
+    for k in 0..current.commands.len() {
+        let state = (&mut current, &mut built, &mut holds_current);
+        once(session, &mut done, state, k, |s, d, cb| loft::fit_loft_centre(s, d, cb, k, &view))?;
+    }
     // Then each extrusion's depth, each one-sided extrusion slid along the line of sight, and
     // the fillets' radii and the chamfers' sizes, searched on rebuilt models ([`sizes`]).
     let state = (&mut current, &mut built, &mut holds_current);

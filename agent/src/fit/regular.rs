@@ -1,6 +1,7 @@
 //! The drawing made regular where it is near regular: lines level or upright in the sketch's
 //! frame, circles and arcs about one centre, or about the centre of a circular edge of the
-//! model square to the sketch (a pin on a slot's round end, a bore through a boss).
+//! model square to the sketch (a pin on a slot's round end, a bore through a boss), and
+//! circles apart of about one radius made one (a pattern's holes).
 //!
 //! A reader reading corners by eye (or the simulated one, with 1% of the window's noise on
 //! each point) draws a rectangle as a skewed quadrilateral and a ring's two circles about two
@@ -151,6 +152,8 @@ pub(super) struct Regular {
     pub(super) square: Vec<(usize, usize, usize)>,
     /// Centres made one.
     pub(super) concentric: Vec<(Centre, Centre)>,
+    /// Circles' radii (numbers) made one: each with the first of its group.
+    pub(super) equal: Vec<(usize, usize)>,
     /// How many of each the model drew off.
     made: Regularised,
 }
@@ -168,11 +171,14 @@ pub struct Regularised {
     pub squared: usize,
     /// Pairs of centres made one.
     pub concentric: usize,
+    /// Circles given the radius of another.
+    #[serde(default)]
+    pub equal: usize,
 }
 
 impl Regularised {
     pub fn any(&self) -> bool {
-        self.squared > 0 || self.concentric > 0
+        self.squared > 0 || self.concentric > 0 || self.equal > 0
     }
 }
 
@@ -217,7 +223,8 @@ pub(super) fn find(
             _ => None,
         })
         .collect();
-    let mut regular = Regular { square: Vec::new(), concentric: Vec::new(), made: Regularised::default() };
+    let mut regular =
+        Regular { square: Vec::new(), concentric: Vec::new(), equal: Vec::new(), made: Regularised::default() };
     for (i, &(a, b)) in lines.iter().enumerate() {
         for axis in 0..2 {
             let Some(rise) = near(a, b, axis) else { continue };
@@ -263,7 +270,53 @@ pub(super) fn find(
             regular.made.concentric += usize::from(gap(drawn, x, f) > tiny);
         }
     }
-    (!regular.square.is_empty() || !regular.concentric.is_empty()).then_some(regular)
+    regular.equal = equal_radii(n, shapes, &centres, reach);
+    regular.made.equal =
+        regular.equal.iter().filter(|&&(r, first)| (drawn.radii[r] - drawn.radii[first]).abs() > tiny).count();
+    (!regular.square.is_empty() || !regular.concentric.is_empty() || !regular.equal.is_empty()).then_some(regular)
+}
+
+/// Circles of the drawing `n` standing alone (no other circle's or arc's centre within
+/// `reach`: not a ring's, not a counterbore's) whose radii lie within `reach` of each other,
+/// grouped (a radius within reach of any in a group joins it): each circle's radius and the
+/// first of its group's. A pattern's holes are drawn one size far more often than a
+/// millimetre apart, and the picture hardly tells a small hole's size: a simulated reader drew
+/// a flange's three holes at 0.95, 1.68 and 3.12 mm about 2.03, the first behind its boss
+/// (gen-11-00010), and a plate's six 1.9 to 3.3 mm about 2.5, one of them 0.13 (gen-11-00016).
+fn equal_radii(n: &Numbers, shapes: &[(usize, Shape)], centres: &[Centre], reach: f64) -> Vec<(usize, usize)> {
+    let alone = |c: usize| {
+        let p = n.points[c];
+        centres.iter().filter_map(|x| x.at(n)).filter(|q| (p[0] - q[0]).hypot(p[1] - q[1]) <= reach).count() == 1
+    };
+    let circles: Vec<usize> = shapes
+        .iter()
+        .filter_map(|&(_, shape)| match shape {
+            Shape::Circle { c, r } if alone(c) => Some(r),
+            _ => None,
+        })
+        .collect();
+    // Each circle's group, by its first member (the union of near pairs).
+    let mut group: Vec<usize> = (0..circles.len()).collect();
+    let root = |group: &[usize], mut i: usize| {
+        while group[i] != i {
+            i = group[i];
+        }
+        i
+    };
+    for i in 0..circles.len() {
+        for j in i + 1..circles.len() {
+            if (n.radii[circles[i]] - n.radii[circles[j]]).abs() <= reach {
+                let (a, b) = (root(&group, i), root(&group, j));
+                group[a.max(b)] = a.min(b);
+            }
+        }
+    }
+    (0..circles.len())
+        .filter_map(|i| {
+            let first = root(&group, i);
+            (first != i).then_some((circles[i], circles[first]))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -342,7 +395,7 @@ mod tests {
         // A skewed rectangle: each side, at both ends, meets one near square the other way.
         let regular = find_in(&lines(&[[-21.0, -14.0], [19.2, -15.8], [21.0, 14.5], [-19.3, 16.0]])).expect("squared");
         assert_eq!(regular.square, vec![(0, 1, 0), (1, 2, 1), (2, 3, 0), (3, 0, 1)]);
-        assert_eq!(regular.made(), Regularised { squared: 4, concentric: 0 });
+        assert_eq!(regular.made(), Regularised { squared: 4, concentric: 0, equal: 0 });
         // A channel's outer side split in two, the middle point read 1.5 mm in (the halves
         // 5 and 8 degrees off upright, 13 apart): both are squared, and the sides they meet.
         let channel = [[-12.0, -17.7], [8.6, -17.5], [7.2, 2.4], [8.9, 19.2], [-12.0, 19.2]];
@@ -361,7 +414,7 @@ mod tests {
             {"type": "arc", "start": [0.5, -14.0], "mid": [14.5, 0.0], "end": [0.5, 14.0]}]}))
         .expect("a sketch");
         let regular = find_in(&sketch).expect("concentric");
-        assert_eq!(regular.made(), Regularised { squared: 0, concentric: 3 });
+        assert_eq!(regular.made(), Regularised { squared: 0, concentric: 3, equal: 0 });
         assert!(regular.concentric.iter().all(|(x, y)| *x != Centre::Point(2) && *y != Centre::Point(2)));
         // Drawn about one centre already: nothing to do.
         let exact: Sketch = serde_json::from_value(serde_json::json!({"name": "S1", "on": "XY", "primitives": [
@@ -381,9 +434,43 @@ mod tests {
         let (n, shapes) = numbers_of(&sketch);
         let regular = find(&n, &n, &shapes, PX_PER_MM, &[[-32.0, 0.0], [32.0, 0.0]]).expect("concentric");
         assert_eq!(regular.concentric, vec![(Centre::Point(0), Centre::Fixed([-32.0, 0.0]))]);
-        assert_eq!(regular.made(), Regularised { squared: 0, concentric: 1 });
+        assert_eq!(regular.made(), Regularised { squared: 0, concentric: 1, equal: 0 });
         // Drawn on the centre: nothing made.
         let exact = find(&n, &n, &shapes, PX_PER_MM, &[[-30.8, 0.5]]).expect("kept");
         assert_eq!(regular.made().concentric - 1, exact.made().concentric);
+    }
+
+    #[test]
+    fn a_patterns_holes_drawn_a_few_pixels_apart_in_size_are_given_one_radius() {
+        // A flange's three holes as a simulated reader drew them about 2.03 mm (gen-11-00010),
+        // a bore at the middle, and a ring elsewhere.
+        let sketch: Sketch = serde_json::from_value(serde_json::json!({"name": "S3", "on": "F4", "primitives": [
+            {"type": "circle", "center": [-35.8, -0.8], "radius": 0.95},
+            {"type": "circle", "center": [17.3, -29.9], "radius": 3.12},
+            {"type": "circle", "center": [17.2, 29.8], "radius": 1.68},
+            {"type": "circle", "center": [0.0, 0.0], "radius": 12.0},
+            {"type": "circle", "center": [-17.0, -29.0], "radius": 2.5},
+            {"type": "circle", "center": [-17.0, -29.0], "radius": 3.0}]}))
+        .expect("a sketch");
+        let (n, shapes) = numbers_of(&sketch);
+        let regular = find(&n, &n, &shapes, PX_PER_MM, &[]).expect("regular");
+        // The three holes share the first one's radius; the bore, 9 mm (27 px) bigger, stays
+        // its own, and the ring's circles, of the holes' size, are no pattern with them.
+        assert_eq!(regular.equal, vec![(1, 0), (2, 0)]);
+        assert_eq!(regular.made().equal, 2);
+        let ties = crate::fit::ties::Ties::of(&sketch, &shapes, &n, None);
+        let settled = ties.with_regular(&regular).settle(n.clone()).expect("settled");
+        assert!(
+            (settled.radii[0] - settled.radii[1]).abs() < 1e-6 && (settled.radii[1] - settled.radii[2]).abs() < 1e-6
+        );
+        assert!((settled.radii[3] - 12.0).abs() < 1e-9, "{settled:?}");
+        // Holes drawn one size: nothing made, the tie kept.
+        let exact: Sketch = serde_json::from_value(serde_json::json!({"name": "S3", "on": "F4", "primitives": [
+            {"type": "circle", "center": [-35.0, 0.0], "radius": 2.0},
+            {"type": "circle", "center": [17.5, -30.3], "radius": 2.0}]}))
+        .expect("a sketch");
+        let (n, shapes) = numbers_of(&exact);
+        let regular = find(&n, &n, &shapes, PX_PER_MM, &[]).expect("kept one size");
+        assert_eq!((regular.equal.len(), regular.made().any()), (1, false));
     }
 }

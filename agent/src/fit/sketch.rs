@@ -726,7 +726,7 @@ fn propose_once(inputs: &Inputs<'_>, Search { refuse_crossing, near }: Search) -
     } else {
         (best, after_px)
     };
-    let free = Proposal { from_near, ..proposal(&best, after_px, Regularised { squared: 0, concentric }) };
+    let free = Proposal { from_near, ..proposal(&best, after_px, Regularised { squared: 0, concentric, equal: 0 }) };
     // The drawing made regular where it is near it, searched again keeping it so.
     if let Some(regular) = super::regular::find(&numbers, &best, &model.shapes, px_per_unit, &centres) {
         let kept = ties.with_regular(&regular);

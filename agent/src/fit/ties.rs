@@ -235,7 +235,7 @@ impl Ties {
     }
 
     /// These ties and the drawing made regular ([`super::regular`]): lines level or
-    /// upright, centres one.
+    /// upright, centres one, radii one.
     pub(super) fn with_regular(&self, regular: &super::regular::Regular) -> Ties {
         let centre = |c: super::regular::Centre| match c {
             super::regular::Centre::Point(i) => Point::Number(i),
@@ -247,6 +247,7 @@ impl Ties {
         for &(x, y) in &regular.concentric {
             rows.extend([Row::Same(centre(x), centre(y), 0), Row::Same(centre(x), centre(y), 1)]);
         }
+        rows.extend(regular.equal.iter().map(|&(r, first)| Row::EqualRadius(Radius::Number(r), Radius::Number(first))));
         Ties { rows, scale: self.scale }
     }
 

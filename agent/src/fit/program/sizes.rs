@@ -178,7 +178,7 @@ pub(super) fn fit_slide(
 const MIN_SLIDE_COS: f64 = 0.2;
 
 /// `sketch` moved by `by` in its plane.
-fn translate(sketch: &mut Sketch, by: [f64; 2]) {
+pub(super) fn translate(sketch: &mut Sketch, by: [f64; 2]) {
     let moved = |p: &mut [f64; 2]| {
         p[0] += by[0];
         p[1] += by[1];
