@@ -45,7 +45,11 @@ impl Engine<'_> {
         self.fit_target = Some(target);
         match fitted {
             Ok(Some((fitted, report))) => {
-                self.emit(TraceEvent::Fit { step: turn.step, attempt: turn.attempt, report: report.clone() })?;
+                self.emit(TraceEvent::Fit {
+                    step: turn.step,
+                    attempt: turn.attempt,
+                    report: Box::new(report.clone()),
+                })?;
                 self.fit_report = report.kept().then_some(report);
                 Ok(match fitted {
                     Some((fitted_sketches, c, p)) => {

@@ -63,7 +63,7 @@ pub enum TraceEvent {
     Dropped { step: usize, attempt: usize, sketch: String, constraints: Vec<String> },
     /// The fit moved the candidate's numbers to agree with the target's pixels (or found no
     /// value that agrees better: `changes` empty).
-    Fit { step: usize, attempt: usize, report: crate::fit::FitReport },
+    Fit { step: usize, attempt: usize, report: Box<crate::fit::FitReport> },
     /// The fit at END: every feature of the finished program fitted again.
     ProgramFit { report: crate::fit::program::ProgramFit },
     /// A revolve's profile crossed its own axis by a hair: its points across were put on it.

@@ -418,15 +418,12 @@ impl FitReport {
                 short(self.largest_move)
             ));
         }
-        if self.regular.squared > 0 {
-            moved.push(format!("{} of its lines made level or upright", self.regular.squared));
-        }
-        if self.regular.concentric > 0 {
-            moved.push(format!("{} pairs of its circles and arcs put about one centre", self.regular.concentric));
-        }
-        if self.regular.equal > 0 {
-            moved.push(format!("{} of its circles given the radius of another", self.regular.equal));
-        }
+        let regular = [
+            (self.regular.squared, "of its lines made level or upright"),
+            (self.regular.concentric, "pairs of its circles and arcs put about one centre"),
+            (self.regular.equal, "of its circles given the radius of another"),
+        ];
+        moved.extend(regular.iter().filter(|(n, _)| *n > 0).map(|(n, what)| format!("{n} {what}")));
         moved.extend(self.changes.iter().map(|c| format!("{} {} -> {} mm", c.what, short(c.from), short(c.to))));
         if let Some(share) = self.part_way {
             moved.push(format!("{share} of the move found (the whole move did not build)"));

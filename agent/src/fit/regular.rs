@@ -152,7 +152,7 @@ pub(super) struct Regular {
     pub(super) square: Vec<(usize, usize, usize)>,
     /// Centres made one.
     pub(super) concentric: Vec<(Centre, Centre)>,
-    /// Circles' radii (numbers) made one: each with the first of its group.
+    /// Circles' radii (numbers) made one: each the search left, with one it measured.
     pub(super) equal: Vec<(usize, usize)>,
     /// How many of each the model drew off.
     made: Regularised,
@@ -270,20 +270,29 @@ pub(super) fn find(
             regular.made.concentric += usize::from(gap(drawn, x, f) > tiny);
         }
     }
-    regular.equal = equal_radii(n, shapes, &centres, reach);
+    regular.equal = equal_radii(drawn, n, shapes, &centres, reach);
     regular.made.equal =
         regular.equal.iter().filter(|&&(r, first)| (drawn.radii[r] - drawn.radii[first]).abs() > tiny).count();
     (!regular.square.is_empty() || !regular.concentric.is_empty() || !regular.equal.is_empty()).then_some(regular)
 }
 
-/// Circles of the drawing `n` standing alone (no other circle's or arc's centre within
-/// `reach`: not a ring's, not a counterbore's) whose radii lie within `reach` of each other,
-/// grouped (a radius within reach of any in a group joins it): each circle's radius and the
-/// first of its group's. A pattern's holes are drawn one size far more often than a
-/// millimetre apart, and the picture hardly tells a small hole's size: a simulated reader drew
-/// a flange's three holes at 0.95, 1.68 and 3.12 mm about 2.03, the first behind its boss
-/// (gen-11-00010), and a plate's six 1.9 to 3.3 mm about 2.5, one of them 0.13 (gen-11-00016).
-fn equal_radii(n: &Numbers, shapes: &[(usize, Shape)], centres: &[Centre], reach: f64) -> Vec<(usize, usize)> {
+/// Circles of the drawing standing alone (no other circle's or arc's centre within `reach`:
+/// not a ring's, not a counterbore's) that the search left where they were `drawn` (the
+/// picture does not show them well enough to move them), each with the circle the search
+/// moved (measured) whose radius in `n` lies nearest its own, within `reach`: the pairs of
+/// radius numbers. A pattern's holes are drawn one size far more often than a millimetre
+/// apart, and the picture hardly tells a small hole's size: a simulated reader drew a
+/// flange's three holes at 0.95, 1.68 and 3.12 mm about 2.03, the first behind its boss, and
+/// only the second was measured (gen-11-00010), and a plate's five 1.5 mm holes, one of them
+/// at 0.16 and left so (test100 00763349). Circles the search measured keep their own
+/// radius: a plate's holes of 2.47 and 3.29 mm, each measured, were made one (00852119).
+fn equal_radii(
+    drawn: &Numbers,
+    n: &Numbers,
+    shapes: &[(usize, Shape)],
+    centres: &[Centre],
+    reach: f64,
+) -> Vec<(usize, usize)> {
     let alone = |c: usize| {
         let p = n.points[c];
         centres.iter().filter_map(|x| x.at(n)).filter(|q| (p[0] - q[0]).hypot(p[1] - q[1]) <= reach).count() == 1
@@ -295,26 +304,14 @@ fn equal_radii(n: &Numbers, shapes: &[(usize, Shape)], centres: &[Centre], reach
             _ => None,
         })
         .collect();
-    // Each circle's group, by its first member (the union of near pairs).
-    let mut group: Vec<usize> = (0..circles.len()).collect();
-    let root = |group: &[usize], mut i: usize| {
-        while group[i] != i {
-            i = group[i];
-        }
-        i
-    };
-    for i in 0..circles.len() {
-        for j in i + 1..circles.len() {
-            if (n.radii[circles[i]] - n.radii[circles[j]]).abs() <= reach {
-                let (a, b) = (root(&group, i), root(&group, j));
-                group[a.max(b)] = a.min(b);
-            }
-        }
-    }
-    (0..circles.len())
-        .filter_map(|i| {
-            let first = root(&group, i);
-            (first != i).then_some((circles[i], circles[first]))
+    let scale = drawn.radii.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+    let measured = |r: usize| (n.radii[r] - drawn.radii[r]).abs() > 1e-9 * scale;
+    let (moved, left): (Vec<usize>, Vec<usize>) = circles.into_iter().partition(|&r| measured(r));
+    left.into_iter()
+        .filter_map(|r| {
+            let gap = |m: &usize| (n.radii[*m] - n.radii[r]).abs();
+            let nearest = moved.iter().min_by(|a, b| gap(a).total_cmp(&gap(b)))?;
+            (gap(nearest) <= reach).then_some((r, *nearest))
         })
         .collect()
 }
@@ -441,9 +438,9 @@ mod tests {
     }
 
     #[test]
-    fn a_patterns_holes_drawn_a_few_pixels_apart_in_size_are_given_one_radius() {
+    fn a_patterns_holes_the_picture_does_not_measure_take_the_radius_of_one_it_does() {
         // A flange's three holes as a simulated reader drew them about 2.03 mm (gen-11-00010),
-        // a bore at the middle, and a ring elsewhere.
+        // a bore at the middle, and a ring elsewhere, of the holes' size.
         let sketch: Sketch = serde_json::from_value(serde_json::json!({"name": "S3", "on": "F4", "primitives": [
             {"type": "circle", "center": [-35.8, -0.8], "radius": 0.95},
             {"type": "circle", "center": [17.3, -29.9], "radius": 3.12},
@@ -452,25 +449,26 @@ mod tests {
             {"type": "circle", "center": [-17.0, -29.0], "radius": 2.5},
             {"type": "circle", "center": [-17.0, -29.0], "radius": 3.0}]}))
         .expect("a sketch");
-        let (n, shapes) = numbers_of(&sketch);
-        let regular = find(&n, &n, &shapes, PX_PER_MM, &[]).expect("regular");
-        // The three holes share the first one's radius; the bore, 9 mm (27 px) bigger, stays
-        // its own, and the ring's circles, of the holes' size, are no pattern with them.
-        assert_eq!(regular.equal, vec![(1, 0), (2, 0)]);
+        let (drawn, shapes) = numbers_of(&sketch);
+        // The search measured the third hole (1.68 -> 1.98) and the bore, and left the rest.
+        let mut n = drawn.clone();
+        n.radii[2] = 1.98;
+        n.radii[3] = 12.2;
+        let regular = find(&drawn, &n, &shapes, PX_PER_MM, &[]).expect("regular");
+        // The two holes left take the measured hole's radius; the bore, 10 mm (30 px) off,
+        // is no hole of theirs, and the ring's circles are no pattern's.
+        assert_eq!(regular.equal, vec![(0, 2), (1, 2)]);
         assert_eq!(regular.made().equal, 2);
         let ties = crate::fit::ties::Ties::of(&sketch, &shapes, &n, None);
         let settled = ties.with_regular(&regular).settle(n.clone()).expect("settled");
-        assert!(
-            (settled.radii[0] - settled.radii[1]).abs() < 1e-6 && (settled.radii[1] - settled.radii[2]).abs() < 1e-6
-        );
-        assert!((settled.radii[3] - 12.0).abs() < 1e-9, "{settled:?}");
-        // Holes drawn one size: nothing made, the tie kept.
-        let exact: Sketch = serde_json::from_value(serde_json::json!({"name": "S3", "on": "F4", "primitives": [
-            {"type": "circle", "center": [-35.0, 0.0], "radius": 2.0},
-            {"type": "circle", "center": [17.5, -30.3], "radius": 2.0}]}))
-        .expect("a sketch");
-        let (n, shapes) = numbers_of(&exact);
-        let regular = find(&n, &n, &shapes, PX_PER_MM, &[]).expect("kept one size");
-        assert_eq!((regular.equal.len(), regular.made().any()), (1, false));
+        assert!(settled.radii[..3].iter().all(|r| (r - settled.radii[2]).abs() < 1e-6), "{settled:?}");
+        assert!((settled.radii[3] - 12.2).abs() < 1e-9, "{settled:?}");
+        // Holes the search measured each keep their own radius (test100 00852119's 2.47 and
+        // 3.29 mm were made one); where it measured none, none is given another's.
+        let mut all = drawn.clone();
+        all.radii[..3].copy_from_slice(&[2.47, 3.29, 2.47]);
+        let regular = find(&drawn, &all, &shapes, PX_PER_MM, &[]);
+        assert!(regular.as_ref().is_none_or(|r| r.equal.is_empty()), "{regular:?}");
+        assert_eq!(find(&drawn, &drawn, &shapes, PX_PER_MM, &[]).map(|r| r.equal), None);
     }
 }
