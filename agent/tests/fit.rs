@@ -726,11 +726,8 @@ fn a_bars_side_pinched_onto_its_top_goes_back_onto_the_targets_bottom_line() {
 fn a_tubes_depth_read_deep_is_searched_on_the_rebuilt_model() {
     let sphere = "-17.126188245254983,-28.577054928997487,-11.4508666837425,50";
     let Some(fit) = DrawnFit::run("00932166", "tube_00932166_drawn.json", sphere) else { return };
-    let depth = fit
-        .features
-        .iter()
-        .filter(|f| f["command"] == 1 && f["report"]["dropped"].is_null())
-        .flat_map(|f| f["report"]["changes"].as_array().cloned().unwrap_or_default())
+    let depth = kept_changes(&fit.features, 1)
+        .into_iter()
         .rfind(|c| c["what"] == "extent.depth")
         .expect("the tube's depth moved");
     let to = depth["to"].as_f64().expect("a number");
@@ -749,11 +746,8 @@ fn a_tubes_depth_read_deep_is_searched_on_the_rebuilt_model() {
 fn a_plate_fitted_off_along_the_line_of_sight_is_slid_back() {
     let sphere = "-10.79215036823312,-20.251561976542142,-9.459411608309022,50.0";
     let Some(fit) = DrawnFit::run("00319779", "plate_00319779_drawn.json", sphere) else { return };
-    let slid = fit
-        .features
-        .iter()
-        .filter(|f| f["command"] == 1 && f["report"]["dropped"].is_null())
-        .flat_map(|f| f["report"]["changes"].as_array().cloned().unwrap_or_default())
+    let slid = kept_changes(&fit.features, 1)
+        .into_iter()
         .find(|c| c["what"].as_str().is_some_and(|w| w.starts_with("slide along the line of sight")))
         .expect("the plate slid");
     let by = slid["to"].as_f64().expect("a number");

@@ -169,6 +169,12 @@ impl Picture {
     fn alignment(&self) -> super::Alignment {
         self.agreement.alignment(self.ids.width)
     }
+
+    /// The target's line pixels with no edge of this picture on them, under its alignment
+    /// ([`super::missed::missed_pixels`]).
+    fn bare_pixels(&self, target: &TargetPixels) -> usize {
+        super::missed::missed_pixels(&super::missed::EdgeDistance::of(&self.ids), self.alignment(), target)
+    }
 }
 
 fn picture(session: &mut Session, view: &View<'_>) -> Result<Picture, BridgeError> {
@@ -355,20 +361,16 @@ pub fn fit_program(
     let state = (&mut current, &mut built, &mut holds_current);
     each_feature(session, &mut done, state, |s, d, cb, jk| round::fit_round_sides(s, d, cb, jk, &view))?;
     // Then each loft's last section put over its first along the line of sight ([`loft`]).
-    for k in 0..current.commands.len() {
-        let state = (&mut current, &mut built, &mut holds_current);
-        once(session, &mut done, state, k, |s, d, cb| loft::fit_loft_centre(s, d, cb, k, &view))?;
-    }
+    let state = (&mut current, &mut built, &mut holds_current);
+    each_command(session, &mut done, state, |s, d, cb, k| loft::fit_loft_centre(s, d, cb, k, &view))?;
     // Then each extrusion's depth, each one-sided extrusion slid along the line of sight, and
     // the fillets' radii and the chamfers' sizes, searched on rebuilt models ([`sizes`]).
     let state = (&mut current, &mut built, &mut holds_current);
     each_feature(session, &mut done, state, |s, d, cb, jk| sizes::fit_depth(s, d, cb, jk, &view))?;
     let state = (&mut current, &mut built, &mut holds_current);
     each_feature(session, &mut done, state, |s, d, cb, jk| sizes::fit_slide(s, d, cb, jk, &view))?;
-    for k in 0..current.commands.len() {
-        let state = (&mut current, &mut built, &mut holds_current);
-        once(session, &mut done, state, k, |s, d, cb| sizes::fit_edge_size(s, d, cb, k, &view))?;
-    }
+    let state = (&mut current, &mut built, &mut holds_current);
+    each_command(session, &mut done, state, |s, d, cb, k| sizes::fit_edge_size(s, d, cb, k, &view))?;
     // The session holds the program that is kept: the one given, to the bit, when nothing
     // moved (a rebuild solves its sketches again, to about 1e-12 of where they were).
     if !holds_current {
@@ -415,6 +417,21 @@ fn each_feature(
         let Some(j) = profile_indices(&current.commands[..k], &current.commands[k]).first().copied() else { continue };
         let state = (&mut *current, &mut *built, &mut *holds_current);
         once(session, done, state, k, |s, d, cb| fit(s, d, cb, (j, k)))?;
+    }
+    Ok(())
+}
+
+/// Fit each command `k` of the program once with `fit`, in order, as [`each_feature`] does
+/// each feature.
+fn each_command(
+    session: &mut Session,
+    done: &mut ProgramFit,
+    (current, built, holds_current): (&mut Program, &mut Build, &mut bool),
+    mut fit: impl FnMut(&mut Session, &mut ProgramFit, (&Program, &Build), usize) -> Round,
+) -> Result<(), BridgeError> {
+    for k in 0..current.commands.len() {
+        let state = (&mut *current, &mut *built, &mut *holds_current);
+        once(session, done, state, k, |s, d, cb| fit(s, d, cb, k))?;
     }
     Ok(())
 }

@@ -293,9 +293,10 @@ fn equal_radii(
     centres: &[Centre],
     reach: f64,
 ) -> Vec<(usize, usize)> {
+    let at: Vec<[f64; 2]> = centres.iter().filter_map(|x| x.at(n)).collect();
     let alone = |c: usize| {
         let p = n.points[c];
-        centres.iter().filter_map(|x| x.at(n)).filter(|q| (p[0] - q[0]).hypot(p[1] - q[1]) <= reach).count() == 1
+        at.iter().filter(|q| (p[0] - q[0]).hypot(p[1] - q[1]) <= reach).count() == 1
     };
     let circles: Vec<usize> = shapes
         .iter()

@@ -15,9 +15,8 @@ use freecad_bridge::state::{Frame, Point3};
 use freecad_bridge::{Command, Program, Session};
 
 use super::sizes::translate;
-use super::{Build, ProgramFit, Round, View, lifting_plane};
+use super::{Build, ProgramFit, Round, View, latest_sketch, lifting_plane};
 use crate::fit::dimensions::{Existing, follow_geometry};
-use crate::fit::missed::{self, EdgeDistance};
 use crate::fit::{Change, FitReport, moved_edges, sketch};
 
 /// The line of sight must lie at least this far off the section's normal (the sine): seen
@@ -42,11 +41,8 @@ pub(super) fn fit_loft_centre(
     view: &View<'_>,
 ) -> Round {
     let Command::Loft(Loft { profiles, .. }) = &current.commands[k] else { return Ok(None) };
-    let sketch_at =
-        |name: &str| current.commands[..k].iter().rposition(|c| matches!(c, Command::Sketch(s) if s.name == name));
-    let (Some(first), Some(last)) =
-        (profiles.first().and_then(|n| sketch_at(n)), profiles.last().and_then(|n| sketch_at(n)))
-    else {
+    let sketch_at = |name: &String| latest_sketch(&current.commands[..k], name);
+    let (Some(first), Some(last)) = (profiles.first().and_then(sketch_at), profiles.last().and_then(sketch_at)) else {
         return Ok(None);
     };
     let (Command::Sketch(base), Command::Sketch(top)) = (&current.commands[first], &current.commands[last]) else {
@@ -102,8 +98,7 @@ pub(super) fn fit_loft_centre(
     let moved =
         moved_edges((&built.picture.ids, built.picture.alignment()), (&picture.ids, picture.alignment()), view.target);
     report.moved = Some(moved);
-    let bare = |q: &super::Picture| missed::missed_pixels(&EdgeDistance::of(&q.ids), q.alignment(), view.target);
-    let (was, now) = (bare(&built.picture), bare(picture));
+    let (was, now) = (built.picture.bare_pixels(view.target), picture.bare_pixels(view.target));
     let (c0_px, c1_px) = (before.cost(), picture.agreement.cost());
     if c1_px > c0_px + SLACK_PX || now > was || moved.after_px > moved.before_px + SLACK_PX {
         report.dropped = Some(format!(

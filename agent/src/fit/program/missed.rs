@@ -76,7 +76,7 @@ pub(super) fn fit_missed(
             }
         }
         let q = &after.picture;
-        let now = missed::missed_pixels(&EdgeDistance::of(&q.ids), q.alignment(), view.target);
+        let now = q.bare_pixels(view.target);
         let needed = was.saturating_sub((MIN_FOUND_SHARE * line.support as f64).ceil() as usize);
         let (cost_was, cost_now) = (before.cost(), q.agreement.cost());
         if now > needed {

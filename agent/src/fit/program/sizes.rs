@@ -21,7 +21,6 @@ use super::walls::{extruded_sketch, settle};
 use super::{Build, ProgramFit, Round, View};
 use crate::fit::Change;
 use crate::fit::dimensions::{Existing, follow_geometry};
-use crate::fit::missed::{self, EdgeDistance};
 use crate::fit::{FitReport, depths, edge_distance_at, edge_size, moved_edges, sketch, worth_building};
 
 /// A depth moves up to this many pixels' worth on the picture ...
@@ -270,10 +269,9 @@ fn search(
     let moved = moved_edges((&built.picture.ids, align), (&p.ids, p.alignment()), view.target);
     report.moved = Some(moved);
     // The target's line pixels with no edge on them, before and after (realigned only).
-    let bare = |q: &super::Picture| missed::missed_pixels(&EdgeDistance::of(&q.ids), q.alignment(), view.target);
     let (was, now) = match judged {
         Judged::OnDrawnAlignment => (0, 0),
-        Judged::Realigned => (bare(&built.picture), bare(p)),
+        Judged::Realigned => (built.picture.bare_pixels(view.target), p.bare_pixels(view.target)),
     };
     let (c0, c1) = (before.cost(), p.agreement.cost());
     let kept = match judged {
