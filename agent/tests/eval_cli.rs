@@ -341,3 +341,26 @@ fn a_fuzzy_booleans_iou_the_voxels_contradict_is_not_kept() {
     assert!(iou < 0.93, "the fuzzy boolean's 0.960 was kept: {sample}");
     assert_ne!(sample["iou_method"], "fuzzy", "{sample}");
 }
+
+/// A simulated reader's stack of rings (test100 00387732, reconstructed and fitted) against
+/// the part imported from test100: the plain boolean's 0.894 lies below what the close
+/// surfaces make plausible, the fuzzy boolean at 1e-5 confirms it, and sampling 20,000
+/// points gives 0.888; the fuzzy boolean at 1e-3 merged too much (0.968), and the voxels'
+/// 0.1 cannot tell. A low IoU the voxels agree with is kept, not passed over for a coarser
+/// tolerance's.
+#[test]
+fn a_low_iou_the_finest_boolean_and_the_voxels_agree_on_is_not_passed_over_for_a_coarser_tolerances() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(part) = common::test100_part("00387732", dir.path()) else { return };
+    let arg = |p: &Path| p.to_str().expect("path").to_string();
+    let pred = repo_root().join("agent/tests/data/rings_00387732_reconstructed.json");
+    let json = dir.path().join("report.json");
+    let o = cli(&["--pred", &arg(&pred), "--gt", &arg(&part), "--voxel-check", "--json", &arg(&json)]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+    let sample = &report["samples"][0];
+    let (iou, voxel) = (sample["iou"].as_f64().expect("iou"), sample["iou_voxel"].as_f64().expect("voxel"));
+    assert!((iou - voxel).abs() <= 0.1, "IoU {iou} ({}) against the voxels' {voxel}", sample["iou_method"]);
+    assert!((0.88..0.91).contains(&iou), "the kernel's 0.894 was not kept: {sample}");
+    assert_eq!(sample["iou_method"], "exact", "the plain boolean's figure, confirmed at 1e-5: {sample}");
+}
