@@ -153,7 +153,7 @@ pub(super) struct Regular {
     /// Centres made one.
     pub(super) concentric: Vec<(Centre, Centre)>,
     /// Circles' radii (numbers) made one: each the search left, with one it measured.
-    pub(super) equal: Vec<(usize, usize)>,
+    pub(super) equal: Vec<Equal>,
     /// How many of each the model drew off.
     made: Regularised,
 }
@@ -162,6 +162,15 @@ impl Regular {
     pub(super) fn made(&self) -> Regularised {
         self.made
     }
+}
+
+/// A circle's radius number `left` (the search left it where drawn) given `radius`, circle
+/// `measured`'s as the search measured it; both are held there.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Equal {
+    pub(super) left: usize,
+    pub(super) measured: usize,
+    pub(super) radius: f64,
 }
 
 /// What a fit made regular, for the report.
@@ -271,8 +280,7 @@ pub(super) fn find(
         }
     }
     regular.equal = equal_radii(drawn, n, shapes, &centres, reach);
-    regular.made.equal =
-        regular.equal.iter().filter(|&&(r, first)| (drawn.radii[r] - drawn.radii[first]).abs() > tiny).count();
+    regular.made.equal = regular.equal.iter().filter(|e| (drawn.radii[e.left] - e.radius).abs() > tiny).count();
     (!regular.square.is_empty() || !regular.concentric.is_empty() || !regular.equal.is_empty()).then_some(regular)
 }
 
@@ -286,13 +294,8 @@ pub(super) fn find(
 /// only the second was measured (gen-11-00010), and a plate's five 1.5 mm holes, one of them
 /// at 0.16 and left so (test100 00763349). Circles the search measured keep their own
 /// radius: a plate's holes of 2.47 and 3.29 mm, each measured, were made one (00852119).
-fn equal_radii(
-    drawn: &Numbers,
-    n: &Numbers,
-    shapes: &[(usize, Shape)],
-    centres: &[Centre],
-    reach: f64,
-) -> Vec<(usize, usize)> {
+/// Each pair is held at the measured radius ([`Equal`]).
+fn equal_radii(drawn: &Numbers, n: &Numbers, shapes: &[(usize, Shape)], centres: &[Centre], reach: f64) -> Vec<Equal> {
     let at: Vec<[f64; 2]> = centres.iter().filter_map(|x| x.at(n)).collect();
     let alone = |c: usize| {
         let p = n.points[c];
@@ -312,7 +315,7 @@ fn equal_radii(
         .filter_map(|r| {
             let gap = |m: &usize| (n.radii[*m] - n.radii[r]).abs();
             let nearest = moved.iter().min_by(|a, b| gap(a).total_cmp(&gap(b)))?;
-            (gap(nearest) <= reach).then_some((r, *nearest))
+            (gap(nearest) <= reach).then_some(Equal { left: r, measured: *nearest, radius: n.radii[*nearest] })
         })
         .collect()
 }
@@ -458,11 +461,19 @@ mod tests {
         let regular = find(&drawn, &n, &shapes, PX_PER_MM, &[]).expect("regular");
         // The two holes left take the measured hole's radius; the bore, 10 mm (30 px) off,
         // is no hole of theirs, and the ring's circles are no pattern's.
-        assert_eq!(regular.equal, vec![(0, 2), (1, 2)]);
+        let pairs: Vec<(usize, usize)> = regular.equal.iter().map(|e| (e.left, e.measured)).collect();
+        assert_eq!(pairs, vec![(0, 2), (1, 2)]);
+        assert!(regular.equal.iter().all(|e| e.radius == 1.98));
         assert_eq!(regular.made().equal, 2);
         let ties = crate::fit::ties::Ties::of(&sketch, &shapes, &n, None);
         let settled = ties.with_regular(&regular).settle(n.clone()).expect("settled");
-        assert!(settled.radii[..3].iter().all(|r| (r - settled.radii[2]).abs() < 1e-6), "{settled:?}");
+        assert!(settled.radii[..3].iter().all(|r| (r - 1.98).abs() < 1e-6), "{settled:?}");
+        // A move of the measured hole's radius does not take the others along: both are held
+        // at its measure (test100 00763349's hole at 0.16 mm pulled the measured 1.40 to 0.78).
+        let mut pulled = settled.clone();
+        pulled.radii[2] = 1.2;
+        let resettled = ties.with_regular(&regular).settle(pulled).expect("settled");
+        assert!(resettled.radii[..3].iter().all(|r| (r - 1.98).abs() < 1e-6), "{resettled:?}");
         assert!((settled.radii[3] - 12.2).abs() < 1e-9, "{settled:?}");
         // Holes the search measured each keep their own radius (test100 00852119's 2.47 and
         // 3.29 mm were made one); where it measured none, none is given another's.
