@@ -34,6 +34,10 @@ use super::thickness::{
 };
 use super::{Alignment, TargetPixels};
 
+/// An edge beside a line: its end points, its offset at the line's middle (mm), and the
+/// stretch of the line it runs beside (from, to).
+type Beside = ([Vector3<f64>; 2], f64, f64, f64);
+
 /// Walls whose two lines are at most this far apart in the model's picture (pixels) move.
 /// At 12 px, with line centres read from the pixels that pass the line threshold (half a
 /// pixel off where a pen is drawn across a pixel boundary), relay parts' walls of 10 to 30 px
@@ -286,9 +290,8 @@ pub fn measure(
         for &along in &copies {
             let a = Vector3::from(frame.to_global(start[0], start[1])) + normal * along;
             // The nearest edge on the same face, about parallel and beside enough of the
-            // line, on each side: its end points, its offset at the line's middle (mm), and
-            // the stretch of the line it runs beside.
-            let mut best: [Option<([Vector3<f64>; 2], f64, f64, f64)>; 2] = [None, None];
+            // line, on each side.
+            let mut best: [Option<Beside>; 2] = [None, None];
             for e in edges {
                 let (p, q) = (Vector3::from(e[0]), Vector3::from(e[1]));
                 let d = q - p;
