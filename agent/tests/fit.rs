@@ -809,8 +809,9 @@ fn a_rods_radius_read_wide_is_measured_across_its_outline() {
 
 /// A simulated reader's flanged part (test100 00387732, as drawn): the base's fitted radius
 /// and depth leave the flange on it touching the base at one edge, and FreeCAD refuses the
-/// two solids. Half the move builds, and the fit goes on from there (mIoU 0.845 with the
-/// whole move dropped; 0.968 with half of it kept).
+/// two solids. Half the move builds, and the fit goes on from there (mIoU 0.894 with half
+/// of it kept: the evaluator before stop 68 passed that exact figure over for a coarser fuzzy
+/// boolean's 0.968, and 0.845 with the whole move dropped).
 #[test]
 fn a_fit_that_does_not_build_is_kept_half_way() {
     let sphere = "-4.475984996394701,-8.458895147261659,-3.982910150866957,50.0";
@@ -819,7 +820,7 @@ fn a_fit_that_does_not_build_is_kept_half_way() {
     let half = half.expect("a fit kept half way");
     assert!(half["report"]["evaluations"].as_u64() >= Some(2), "{half}");
     let got = fit.fitted_iou();
-    assert!(got > 0.95, "mIoU {got:.3}");
+    assert!(got > 0.88, "mIoU {got:.3}");
 }
 
 /// The changes of the fits kept on command `k`.
