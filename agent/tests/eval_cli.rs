@@ -321,21 +321,29 @@ fn a_gerd_part_is_a_ground_truth() {
     assert!(volume.ends_with("1.000000"), "in model units the rates are given: {table}");
 }
 
+/// The sample of a reconstruction (`agent/tests/data/FILE`) scored with `--voxel-check`
+/// against test100 part `id` as imported; `None`, with a message, where ../shared/data has
+/// no test100.
+fn voxel_checked(id: &str, file: &str) -> Option<Value> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let part = common::test100_part(id, dir.path())?;
+    let arg = |p: &Path| p.to_str().expect("path").to_string();
+    let pred = repo_root().join("agent/tests/data").join(file);
+    let json = dir.path().join("report.json");
+    let o = cli(&["--pred", &arg(&pred), "--gt", &arg(&part), "--voxel-check", "--json", &arg(&json)]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+    Some(report["samples"][0].clone())
+}
+
 /// A simulated reader's tray (test100 00306373, reconstructed and fitted) against the part
 /// imported from test100: the plain boolean's common part is below what the close surfaces
 /// make plausible, and the fuzzy boolean's merged too much (0.960 where the voxels say 0.843).
 /// The IoU kept is one the voxels agree with, and the fuzzy one is not it.
 #[test]
 fn a_fuzzy_booleans_iou_the_voxels_contradict_is_not_kept() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let Some(part) = common::test100_part("00306373", dir.path()) else { return };
-    let arg = |p: &Path| p.to_str().expect("path").to_string();
-    let pred = repo_root().join("agent/tests/data/tray_00306373_reconstructed.json");
-    let json = dir.path().join("report.json");
-    let o = cli(&["--pred", &arg(&pred), "--gt", &arg(&part), "--voxel-check", "--json", &arg(&json)]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
-    let sample = &report["samples"][0];
+    let Some(sample) = voxel_checked("00306373", "tray_00306373_reconstructed.json") else { return };
+    let sample = &sample;
     let (iou, voxel) = (sample["iou"].as_f64().expect("iou"), sample["iou_voxel"].as_f64().expect("voxel"));
     assert!((iou - voxel).abs() <= 0.1, "IoU {iou} ({}) against the voxels' {voxel}", sample["iou_method"]);
     assert!(iou < 0.93, "the fuzzy boolean's 0.960 was kept: {sample}");
@@ -350,15 +358,8 @@ fn a_fuzzy_booleans_iou_the_voxels_contradict_is_not_kept() {
 /// tolerance's.
 #[test]
 fn a_low_iou_the_finest_boolean_and_the_voxels_agree_on_is_not_passed_over_for_a_coarser_tolerances() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let Some(part) = common::test100_part("00387732", dir.path()) else { return };
-    let arg = |p: &Path| p.to_str().expect("path").to_string();
-    let pred = repo_root().join("agent/tests/data/rings_00387732_reconstructed.json");
-    let json = dir.path().join("report.json");
-    let o = cli(&["--pred", &arg(&pred), "--gt", &arg(&part), "--voxel-check", "--json", &arg(&json)]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
-    let sample = &report["samples"][0];
+    let Some(sample) = voxel_checked("00387732", "rings_00387732_reconstructed.json") else { return };
+    let sample = &sample;
     let (iou, voxel) = (sample["iou"].as_f64().expect("iou"), sample["iou_voxel"].as_f64().expect("voxel"));
     assert!((iou - voxel).abs() <= 0.1, "IoU {iou} ({}) against the voxels' {voxel}", sample["iou_method"]);
     assert!((0.88..0.91).contains(&iou), "the kernel's 0.894 was not kept: {sample}");
