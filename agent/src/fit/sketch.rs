@@ -232,6 +232,17 @@ enum Sample {
         height: f64,
         side: f64,
     },
+    /// On the circle a whole turn sweeps from the point at share `t` of the steep line
+    /// `shape` (a side of a revolve's profile), at share `s` of the turn: counted only where
+    /// a later feature's edge lies on the side's surface there ([`samples::counted_samples`]).
+    /// It moves with the line's ends, as a chamfer's or fillet's circle moves with the
+    /// corner it took (held at its height instead, the rings beside a corner pulled the
+    /// radius to make up for the corner's move: gen-11 0.9742 -> 0.9599).
+    Ring {
+        shape: usize,
+        t: f64,
+        s: f64,
+    },
 }
 
 impl Sample {
@@ -341,6 +352,11 @@ impl Model<'_> {
             Sample::Along { shape, s, place } => self.point(n, self.uv(n, self.shapes[shape].1, s)?, place),
             Sample::Across { point, s, span: (a, b) } => self.point(n, n.points[point], Place::Of(a + s * (b - a))),
             Sample::Turned { shape, t, height, side } => self.turned(n, self.shapes[shape].1, t, height, side),
+            Sample::Ring { shape, t, s } => {
+                let Shape::Line { a, b } = self.shapes[shape].1 else { return None };
+                let uv = samples::lerp(n.points[a], n.points[b], t);
+                self.point(n, uv, Place::Of(s * std::f64::consts::TAU))
+            }
         }
     }
 }
@@ -761,7 +777,7 @@ fn moves_with_depth(sample: &Sample) -> bool {
         Sample::Along { place: Place::Of(share), .. } => *share != 0.0,
         Sample::Along { place: Place::At(_), .. } => false,
         Sample::Across { .. } => true,
-        Sample::Turned { .. } => false,
+        Sample::Turned { .. } | Sample::Ring { .. } => false,
     }
 }
 

@@ -31,7 +31,7 @@ impl SteepLine {
 impl Model<'_> {
     /// The line `shape` of a revolve's profile when it runs within [`STEEP_DEGREES`] of the
     /// axis: a shaft's side, not a shoulder, whose outline lies on its rim.
-    fn steep_line(&self, n: &Numbers, shape: Shape) -> Option<SteepLine> {
+    pub(super) fn steep_line(&self, n: &Numbers, shape: Shape) -> Option<SteepLine> {
         let (Motion::Revolve { point, direction }, Shape::Line { a, b }) = (self.motion, shape) else { return None };
         let norm = direction[0].hypot(direction[1]);
         if norm <= 1e-12 {
