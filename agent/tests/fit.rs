@@ -348,24 +348,26 @@ fn a_pipes_path_drawn_leaning_is_put_on_the_targets_outline_at_end() {
     );
 }
 
-/// A shaft the simulated reader draws at readers' error size (generated part 3 of seed 11,
-/// reader seed 1: its neck read thin, its head long). The fit at END searches the drawing
-/// under the alignment of the model as drawn; once a fit is kept the model is lined up anew
-/// and the feature fitted again, while fits are kept. Fitted once, the shaft scored 0.976;
-/// fitted again, 0.991.
+/// A square-to-round loft with a recess in its top, drawn by the simulated reader at readers'
+/// error size (generated part 5 of seed 11, reader seed 1). The fit at END searches the
+/// drawing under the alignment of the model as drawn; once a fit is kept the model is lined
+/// up anew and the feature fitted again, while fits are kept: the loft's edges lie 1.83 px
+/// off the target's as drawn, 1.24 px fitted once, 1.06 px fitted again (static IoU 0.964).
+/// (The shaft, part 3, showed it until the revolve's rings fitted its profile in one go:
+/// 2.50 -> 0.58 px, and nothing better by 0.3 px was left for a second fit.)
 #[test]
 fn a_feature_whose_fit_is_kept_is_fitted_again_under_the_new_alignment() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("gerd");
     let generated = common::command()
-        .args(["gerd", "generate", "--count", "4", "--seed", "11", "--split", "0,0,4", "--out"])
+        .args(["gerd", "generate", "--count", "6", "--seed", "11", "--split", "0,0,6", "--out"])
         .arg(&data)
         .output()
         .expect("runs");
     assert!(generated.status.success(), "{}", String::from_utf8_lossy(&generated.stderr));
-    let part = data.join("parts/gen-11-00003");
+    let part = data.join("parts/gen-11-00005");
     let config = common::repo_root().join("assets/configs/sim-noise-only.toml");
-    let out = dir.path().join("shaft");
+    let out = dir.path().join("loft");
     let mut args = vec!["--vlm", "sim", "--gt", part.to_str().expect("utf-8"), "--seed", "1", "--no-evf"];
     args.extend(["--no-rag", "--config", config.to_str().expect("utf-8")]);
     args.extend(["--sim", "sigma=0.01", "--sim", "parameter=0.05"]);
@@ -384,7 +386,7 @@ fn a_feature_whose_fit_is_kept_is_fitted_again_under_the_new_alignment() {
     let again = features.windows(2).any(|w| w[0]["command"] == w[1]["command"] && kept(&w[0]) && kept(&w[1]));
     assert!(again, "a feature fitted, lined up anew and fitted again: {features:?}");
     let score = iou(&out.join("model.FCStd"), &part.join("model.step"), "static").expect("scored");
-    assert!(score > 0.985, "static IoU {score}");
+    assert!(score > 0.95, "static IoU {score}");
 }
 
 /// The oracle's exact pipe with a square flange (generated gen-11-00004): its picture agrees
