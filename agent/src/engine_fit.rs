@@ -41,7 +41,8 @@ impl Engine<'_> {
         let mut rebuild = |s: &mut Session, fitted: &[Sketch], c: &Command| -> Result<Option<Preview>, LoopError> {
             Ok(self.rebuild_candidate(s, switch, fitted, c, turn)?.ok())
         };
-        let fitted = fit::fit_feature(session, &drawn, &command, &preview, &target, &opts, moves, &mut rebuild);
+        let candidate = fit::Candidate { sketches: &drawn, command: &command, preview: &preview };
+        let fitted = fit::fit_feature(session, candidate, &target, &opts, moves, &mut rebuild);
         self.fit_target = Some(target);
         match fitted {
             Ok(Some((fitted, report))) => {
