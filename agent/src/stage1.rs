@@ -190,16 +190,35 @@ const SIDE_ALONG_MAX_DEG: f64 = 5.0;
 /// runs the way a model axis does on the picture also in mm along that axis (readers turned
 /// the corners into sizes by hand, and asked for the sides' lengths).
 /// `(166.2, 210.0), (250.4, 96.1), ...; its sides from the first corner on: 141.9 px (X's
-/// way: 52.7 mm along X), ...`.
+/// way: 52.7 mm along X), ...`. A silhouette of separate pieces (bodies apart) gives the
+/// largest's, then each other's extent and corners ([`MAX_PIECES`] at most).
 fn corners_text(mask: &[bool], size: u32, direction: [f64; 3], px_per_mm: f64) -> Option<String> {
-    let corners = views::outline_corners(mask, size as usize, CORNER_TOLERANCE_PX, MAX_CORNERS)?;
-    let listed = corners.iter().map(|[x, y]| format!("({x:.1}, {y:.1})")).collect::<Vec<_>>().join(", ");
-    let sides = (0..corners.len())
-        .map(|k| side_text(corners[k], corners[(k + 1) % corners.len()], direction, px_per_mm))
-        .collect::<Vec<_>>()
-        .join(", ");
-    Some(format!("{listed}; its sides from the first corner on: {sides}"))
+    let pieces = views::silhouette_pieces(mask, size as usize, CORNER_TOLERANCE_PX, MAX_CORNERS);
+    let polygon = |corners: &[[f64; 2]]| {
+        let listed = corners.iter().map(|[x, y]| format!("({x:.1}, {y:.1})")).collect::<Vec<_>>().join(", ");
+        let sides = (0..corners.len())
+            .map(|k| side_text(corners[k], corners[(k + 1) % corners.len()], direction, px_per_mm))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!("{listed}; its sides from the first corner on: {sides}")
+    };
+    let mut text = polygon(pieces.first()?.corners.as_deref()?);
+    if pieces.len() > 1 {
+        text = format!("the largest of {} separate pieces of the silhouette: {text}", pieces.len());
+    }
+    for piece in pieces.iter().skip(1).take(MAX_PIECES - 1) {
+        let [left, right, top, bottom] = piece.extent;
+        text += &format!("; a separate piece spans x {left} to {right} px and y {top} to {bottom} px");
+        text += &match &piece.corners {
+            Some(corners) => format!(", its corners {}", polygon(corners)),
+            None => ", its outline curved (no corners listed)".to_string(),
+        };
+    }
+    Some(text)
 }
+
+/// Separate pieces of the silhouette described at most (the largest first).
+const MAX_PIECES: usize = 4;
 
 /// One side's length in px, and in mm along the model axis it runs the way of, if any.
 fn side_text(a: [f64; 2], b: [f64; 2], direction: [f64; 3], px_per_mm: f64) -> String {
@@ -713,5 +732,39 @@ mod tests {
         for side in vertical {
             assert!((side - 30.7).abs() < 0.5, "a vertical side of {side:.1} px in {corners:?}");
         }
+    }
+
+    /// test100's 00129614, two thin strips apart (two bodies): a relay reader was given the
+    /// long strip's corners and none of the short one's, and read those by eye.
+    #[test]
+    fn every_separate_piece_of_the_targets_silhouette_is_told() {
+        let Some(data) = freecad_bridge::testing::data_dir() else {
+            eprintln!("skipping: no ../shared/data (set VISION2CAD_DATA)");
+            return;
+        };
+        let path = data.join("cadcoder-test100/images/00129614_0.png");
+        let Ok(image) = image::open(&path) else {
+            eprintln!("skipping: {} is missing", path.display());
+            return;
+        };
+        let target = crate::register::Target::analyse(image.to_rgb8(), "00129614").expect("a part");
+        let mask = target.framed_mask(500, views::TAGGED_FILL);
+        let text = corners_text(&mask, 500, views::ISOMETRIC, 3.3).expect("polygons");
+        assert!(text.starts_with("the largest of 2 separate pieces of the silhouette: "), "{text}");
+        let pieces = views::silhouette_pieces(&mask, 500, CORNER_TOLERANCE_PX, MAX_CORNERS);
+        let [long, short] = [&pieces[0], &pieces[1]];
+        // The short strip lies up and to the left of the long one, and is a polygon too.
+        assert!(short.extent[0] < long.extent[0] && short.extent[2] < long.extent[2], "{pieces:?}");
+        let corners = short.corners.as_ref().expect("the short strip's corners");
+        assert_eq!(corners.len(), 4, "{corners:?}");
+        let [left, right, top, bottom] = short.extent;
+        assert!(
+            text.contains(&format!(
+                "; a separate piece spans x {left} to {right} px and y {top} to {bottom} px, its corners ("
+            )),
+            "{text}"
+        );
+        // Its long sides run Y's way, half the long strip's (about 51 mm against 102).
+        assert_eq!(text.matches("mm along Y").count(), 4, "{text}");
     }
 }

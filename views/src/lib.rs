@@ -41,8 +41,9 @@ mod view;
 pub use camera::{Camera, ISOMETRIC, Projection, axes_in_view, axes_on_screen};
 pub use glb::glb;
 pub use overlay::{
-    LINE_REACH, LineOverlap, ORIENTATION_BINS, Overlap, alignment, best_shift, distance_to, extent, line_overlap,
-    orientation_bin, oriented_distances, outline_corners, profile, silhouette, silhouette_overlap,
+    LINE_REACH, LineOverlap, ORIENTATION_BINS, Overlap, Piece, alignment, best_shift, distance_to, extent,
+    line_overlap, orientation_bin, oriented_distances, outline_corners, profile, silhouette, silhouette_overlap,
+    silhouette_pieces,
 };
 pub use raster::{IdBuffers, Style};
 pub use scene::{Material, NO_ENTITY, Scene};

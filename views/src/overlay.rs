@@ -200,19 +200,65 @@ pub fn extent(mask: &[bool], width: usize) -> Option<[usize; 4]> {
 /// the target's corner pixels: read by eye, a plate's corners were a pixel or two off, which
 /// is a millimetre.
 pub fn outline_corners(mask: &[bool], width: usize, tolerance_px: f64, max_corners: usize) -> Option<Vec<[f64; 2]>> {
+    let border = outer_borders(mask, width).into_iter().max_by_key(Vec::len)?;
+    corners_of(&border, tolerance_px, max_corners)
+}
+
+/// One separate piece of a silhouette: its extent (as [`extent`]'s) and, when its outline is
+/// a polygon, its corners (as [`outline_corners`]'s).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Piece {
+    pub extent: [usize; 4],
+    pub corners: Option<Vec<[f64; 2]>>,
+}
+
+/// A piece whose border is shorter than this (pixels), or than [`MIN_PIECE_SHARE`] of the
+/// largest piece's, is a speck, not a piece of the part.
+pub const MIN_PIECE_BORDER_PX: usize = 24;
+pub const MIN_PIECE_SHARE: f64 = 0.05;
+
+/// Every separate piece of a silhouette, the largest (by its border's length) first. A part
+/// of several bodies apart shows several: a relay reader of two strips side by side was
+/// given the long one's corners and none of the short one's, and read it by eye.
+pub fn silhouette_pieces(mask: &[bool], width: usize, tolerance_px: f64, max_corners: usize) -> Vec<Piece> {
+    let mut borders = outer_borders(mask, width);
+    borders.sort_by_key(|b| std::cmp::Reverse(b.len()));
+    let largest = borders.first().map_or(0, Vec::len);
+    borders
+        .into_iter()
+        .filter(|b| b.len() >= MIN_PIECE_BORDER_PX && b.len() as f64 >= MIN_PIECE_SHARE * largest as f64)
+        .map(|border| {
+            let reach = |k: usize| border.iter().map(move |p| p[k] as usize);
+            let extent = [
+                reach(0).min().unwrap_or(0),
+                reach(0).max().unwrap_or(0),
+                reach(1).min().unwrap_or(0),
+                reach(1).max().unwrap_or(0),
+            ];
+            Piece { extent, corners: corners_of(&border, tolerance_px, max_corners) }
+        })
+        .collect()
+}
+
+/// The outer borders of a mask's pieces, as pixel centres going round each.
+fn outer_borders(mask: &[bool], width: usize) -> Vec<Vec<[f64; 2]>> {
     use imageproc::contours::{BorderType, find_contours};
     let width = width.max(1);
     let height = mask.len() / width;
     let image = image::GrayImage::from_fn(width as u32, height as u32, |x, y| {
         image::Luma([if mask[y as usize * width + x as usize] { 255 } else { 0 }])
     });
-    let border = find_contours::<i32>(&image)
+    find_contours::<i32>(&image)
         .into_iter()
         .filter(|c| c.border_type == BorderType::Outer)
-        .max_by_key(|c| c.points.len())?;
-    let points: Vec<[f64; 2]> = border.points.iter().map(|p| [f64::from(p.x), f64::from(p.y)]).collect();
-    let corners = polygon_corners(&points, tolerance_px)?;
-    let coarser = polygon_corners(&points, 2.0 * tolerance_px)?;
+        .map(|c| c.points.iter().map(|p| [f64::from(p.x), f64::from(p.y)]).collect())
+        .collect()
+}
+
+/// A border's corners when it is a polygon (see [`outline_corners`]).
+fn corners_of(points: &[[f64; 2]], tolerance_px: f64, max_corners: usize) -> Option<Vec<[f64; 2]>> {
+    let corners = polygon_corners(points, tolerance_px)?;
+    let coarser = polygon_corners(points, 2.0 * tolerance_px)?;
     (corners.len() <= max_corners && coarser.len() == corners.len()).then_some(corners)
 }
 
@@ -589,6 +635,38 @@ mod tests {
             (0..w * w).map(|i| ((i % w) as f64 - 50.0).hypot((i / w) as f64 - 50.0) <= 40.0).collect();
         assert_eq!(outline_corners(&disc, w, 1.5, 16), None);
         assert_eq!(outline_corners(&vec![false; w * w], w, 1.5, 16), None);
+    }
+
+    #[test]
+    fn every_separate_piece_of_a_silhouette_is_found_largest_first_and_specks_are_not() {
+        let w = 100;
+        let mut mask = vec![false; w * w];
+        let mut fill = |x0: usize, x1: usize, y0: usize, y1: usize| {
+            for y in y0..=y1 {
+                for x in x0..=x1 {
+                    mask[y * w + x] = true;
+                }
+            }
+        };
+        fill(10, 40, 10, 20); // the short strip, above
+        fill(20, 90, 60, 75); // the long strip
+        fill(5, 6, 90, 91); // a speck
+        let pieces = silhouette_pieces(&mask, w, 1.5, 16);
+        assert_eq!(pieces.len(), 2, "{pieces:?}");
+        assert_eq!(pieces[0].extent, [20, 90, 60, 75]);
+        assert_eq!(pieces[1].extent, [10, 40, 10, 20]);
+        for piece in &pieces {
+            let corners = piece.corners.as_ref().expect("a rectangle is a polygon");
+            assert_eq!(corners.len(), 4, "{corners:?}");
+            let [l, r, t, b] = piece.extent.map(|v| v as f64);
+            for c in corners {
+                let near = |a: f64, v: f64| (a - v).abs() <= 1.0;
+                assert!((near(c[0], l) || near(c[0], r)) && (near(c[1], t) || near(c[1], b)), "{c:?} in {piece:?}");
+            }
+        }
+        // The largest piece's corners are those outline_corners gives.
+        assert_eq!(outline_corners(&mask, w, 1.5, 16), pieces[0].corners);
+        assert!(silhouette_pieces(&vec![false; w * w], w, 1.5, 16).is_empty());
     }
 
     #[test]
