@@ -67,6 +67,7 @@ impl Engine<'_> {
     ) -> Result<Asked<(Plan, Command)>, LoopError> {
         let start = Instant::now();
         let target_extent = self.framed_mask.as_deref().and_then(|m| extent_text(m, self.config.view_size));
+        let circle_touch = self.framed_mask.as_deref().and_then(|m| farthest_pixel(m, self.config.view_size));
         let px_per_mm = self.circle_px() / self.sphere.radius;
         let target_corners = self
             .framed_mask
@@ -85,6 +86,8 @@ impl Engine<'_> {
             .value("axis_px_per_mm", axis_scales(self.config.direction, self.circle_px() / self.sphere.radius))
             .value("circle_px_per_mm", circle_scales(self.config.direction, self.circle_px() / self.sphere.radius))
             .flag("moved", self.moved.iter().any(|d| d.abs() >= 5e-5))
+            .flag("touch", circle_touch.is_some())
+            .value("circle_touch", circle_touch.map(|[x, y]| format!("({x}, {y})")).unwrap_or_default())
             .flag("extent", target_extent.is_some())
             .value("target_extent", target_extent.unwrap_or_default())
             .flag("corners", target_corners.is_some())
@@ -170,6 +173,16 @@ fn extent_text(mask: &[bool], size: u32) -> Option<String> {
         right - left + 1,
         bottom - top + 1
     ))
+}
+
+/// The silhouette's pixel farthest from the picture's centre (where the circle is centred),
+/// which the circle passes through: a relay reader measured from the left and right corners
+/// (155 px) and could not square them with the circle's 165 px.
+fn farthest_pixel(mask: &[bool], size: u32) -> Option<[u32; 2]> {
+    let half = f64::from(size) / 2.0;
+    let distance = |i: usize| (f64::from(i as u32 % size) + 0.5 - half).hypot(f64::from(i as u32 / size) + 0.5 - half);
+    let far = (0..mask.len()).filter(|&i| mask[i]).max_by(|&a, &b| distance(a).total_cmp(&distance(b)))?;
+    Some([far as u32 % size, far as u32 / size])
 }
 
 /// How near the listed corners of the target's outline lie to its border, in pixels.
@@ -766,5 +779,28 @@ mod tests {
         );
         // Its long sides run Y's way, half the long strip's (about 51 mm against 102).
         assert_eq!(text.matches("mm along Y").count(), 4, "{text}");
+    }
+
+    /// test100's 00070015, a hexagonal prism: the circle passes through the silhouette's
+    /// pixel the prompt names (a relay reader measured from two other corners, 155 px off).
+    #[test]
+    fn the_pixel_the_circle_passes_through_is_named_and_lies_on_it() {
+        let Some(data) = freecad_bridge::testing::data_dir() else {
+            eprintln!("skipping: no ../shared/data (set VISION2CAD_DATA)");
+            return;
+        };
+        let path = data.join("cadcoder-test100/images/00070015_0.png");
+        let Ok(image) = image::open(&path) else {
+            eprintln!("skipping: {} is missing", path.display());
+            return;
+        };
+        let target = crate::register::Target::analyse(image.to_rgb8(), "00070015").expect("a part");
+        let mask = target.framed_mask(500, views::TAGGED_FILL);
+        let [x, y] = farthest_pixel(&mask, 500).expect("a silhouette");
+        let off = (f64::from(x) + 0.5 - 250.0).hypot(f64::from(y) + 0.5 - 250.0);
+        assert!((off - crate::engine::circle_px(500)).abs() < 1.0, "({x}, {y}) is {off:.1} px from the centre");
+        // One of the two far corners (upper left or lower right), not the left and right ones.
+        assert!(y.abs_diff(250) > 40 && x.abs_diff(250) > 140, "({x}, {y})");
+        assert_eq!(farthest_pixel(&[false; 16], 4), None);
     }
 }
