@@ -717,23 +717,29 @@ mod tests {
         assert_eq!(ring.describe(), "revolve (add) of S2 on F6");
     }
 
+    /// The silhouette of test100 part `id`'s image framed as the views are (500 px); `None`,
+    /// with a message, where ../shared/data or the image is missing.
+    fn framed_test100_mask(id: &str) -> Option<Vec<bool>> {
+        let Some(data) = freecad_bridge::testing::data_dir() else {
+            eprintln!("skipping: no ../shared/data (set VISION2CAD_DATA)");
+            return None;
+        };
+        let path = data.join(format!("cadcoder-test100/images/{id}_0.png"));
+        let Ok(image) = image::open(&path) else {
+            eprintln!("skipping: {} is missing", path.display());
+            return None;
+        };
+        let target = crate::register::Target::analyse(image.to_rgb8(), id).expect("a part");
+        Some(target.framed_mask(500, views::TAGGED_FILL))
+    }
+
     /// test100's 00531511, a plate seen from the corner: simplifying its outline split the
     /// lower long sides where the renderer blunted the tips, and the piece beside a tip,
     /// parallel to its side, left no corner; the short vertical side then went instead, and
     /// a relay reader was told 20.8 px (7.7 mm along Z) for the plate's 31 px.
     #[test]
     fn a_plates_thickness_is_told_from_its_full_vertical_sides() {
-        let Some(data) = freecad_bridge::testing::data_dir() else {
-            eprintln!("skipping: no ../shared/data (set VISION2CAD_DATA)");
-            return;
-        };
-        let path = data.join("cadcoder-test100/images/00531511_0.png");
-        let Ok(image) = image::open(&path) else {
-            eprintln!("skipping: {} is missing", path.display());
-            return;
-        };
-        let target = crate::register::Target::analyse(image.to_rgb8(), "00531511").expect("a part");
-        let mask = target.framed_mask(500, views::TAGGED_FILL);
+        let Some(mask) = framed_test100_mask("00531511") else { return };
         let corners = views::outline_corners(&mask, 500, CORNER_TOLERANCE_PX, MAX_CORNERS).expect("a polygon");
         assert_eq!(corners.len(), 6, "{corners:?}");
         let vertical: Vec<f64> = (0..6)
@@ -751,17 +757,7 @@ mod tests {
     /// long strip's corners and none of the short one's, and read those by eye.
     #[test]
     fn every_separate_piece_of_the_targets_silhouette_is_told() {
-        let Some(data) = freecad_bridge::testing::data_dir() else {
-            eprintln!("skipping: no ../shared/data (set VISION2CAD_DATA)");
-            return;
-        };
-        let path = data.join("cadcoder-test100/images/00129614_0.png");
-        let Ok(image) = image::open(&path) else {
-            eprintln!("skipping: {} is missing", path.display());
-            return;
-        };
-        let target = crate::register::Target::analyse(image.to_rgb8(), "00129614").expect("a part");
-        let mask = target.framed_mask(500, views::TAGGED_FILL);
+        let Some(mask) = framed_test100_mask("00129614") else { return };
         let text = corners_text(&mask, 500, views::ISOMETRIC, 3.3).expect("polygons");
         assert!(text.starts_with("the largest of 2 separate pieces of the silhouette: "), "{text}");
         let pieces = views::silhouette_pieces(&mask, 500, CORNER_TOLERANCE_PX, MAX_CORNERS);
@@ -785,17 +781,7 @@ mod tests {
     /// pixel the prompt names (a relay reader measured from two other corners, 155 px off).
     #[test]
     fn the_pixel_the_circle_passes_through_is_named_and_lies_on_it() {
-        let Some(data) = freecad_bridge::testing::data_dir() else {
-            eprintln!("skipping: no ../shared/data (set VISION2CAD_DATA)");
-            return;
-        };
-        let path = data.join("cadcoder-test100/images/00070015_0.png");
-        let Ok(image) = image::open(&path) else {
-            eprintln!("skipping: {} is missing", path.display());
-            return;
-        };
-        let target = crate::register::Target::analyse(image.to_rgb8(), "00070015").expect("a part");
-        let mask = target.framed_mask(500, views::TAGGED_FILL);
+        let Some(mask) = framed_test100_mask("00070015") else { return };
         let [x, y] = farthest_pixel(&mask, 500).expect("a silhouette");
         let off = (f64::from(x) + 0.5 - 250.0).hypot(f64::from(y) + 0.5 - 250.0);
         assert!((off - crate::engine::circle_px(500)).abs() < 1.0, "({x}, {y}) is {off:.1} px from the centre");

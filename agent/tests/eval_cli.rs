@@ -343,7 +343,6 @@ fn voxel_checked(id: &str, file: &str) -> Option<Value> {
 #[test]
 fn a_fuzzy_booleans_iou_the_voxels_contradict_is_not_kept() {
     let Some(sample) = voxel_checked("00306373", "tray_00306373_reconstructed.json") else { return };
-    let sample = &sample;
     let (iou, voxel) = (sample["iou"].as_f64().expect("iou"), sample["iou_voxel"].as_f64().expect("voxel"));
     assert!((iou - voxel).abs() <= 0.1, "IoU {iou} ({}) against the voxels' {voxel}", sample["iou_method"]);
     assert!(iou < 0.93, "the fuzzy boolean's 0.960 was kept: {sample}");
@@ -359,7 +358,6 @@ fn a_fuzzy_booleans_iou_the_voxels_contradict_is_not_kept() {
 #[test]
 fn a_low_iou_the_finest_boolean_and_the_voxels_agree_on_is_not_passed_over_for_a_coarser_tolerances() {
     let Some(sample) = voxel_checked("00387732", "rings_00387732_reconstructed.json") else { return };
-    let sample = &sample;
     let (iou, voxel) = (sample["iou"].as_f64().expect("iou"), sample["iou_voxel"].as_f64().expect("voxel"));
     assert!((iou - voxel).abs() <= 0.1, "IoU {iou} ({}) against the voxels' {voxel}", sample["iou_method"]);
     assert!((0.88..0.91).contains(&iou), "the kernel's 0.894 was not kept: {sample}");

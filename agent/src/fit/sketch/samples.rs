@@ -86,16 +86,9 @@ pub(super) fn counted_samples(
     let mut samples = Vec::new();
     for (index, &(_, shape)) in model.shapes.iter().enumerate() {
         for &place in copies {
-            // The edge's length on the picture, from a few chords (curves bend).
-            let chords = 16;
-            let at = |s: f64| model.uv(n, shape, s).and_then(|uv| model.pixel(n, uv, place));
-            let pixels: f64 = (0..chords)
-                .map(|k| match (at(k as f64 / chords as f64), at((k + 1) as f64 / chords as f64)) {
-                    (Some(p), Some(q)) => (p.0 - q.0).hypot(p.1 - q.1),
-                    _ => 0.0,
-                })
-                .sum();
-            let length = ((pixels / SAMPLE_SPACING_PX).ceil() as usize).max(2);
+            // The edge's length on the picture (curves bend).
+            let pixels = picture_length(|s| model.uv(n, shape, s).and_then(|uv| model.pixel(n, uv, place)));
+            let length = samples_along(pixels);
             for k in 0..length {
                 let s = (k as f64 + 0.5) / length as f64;
                 samples.extend(counted(Sample::Along { shape: index, s, place }));
@@ -119,19 +112,13 @@ pub(super) fn counted_samples(
     corners.dedup();
     for point in corners {
         for &(a, b) in spans {
-            // A path's length in pixels, from a few chords (a revolve's is a circle).
-            let chords = 16;
-            let at = |s: f64| model.pixel(n, n.points[point], Place::Of(a + s * (b - a)));
-            let chord = |k: usize| match (at(k as f64 / chords as f64), at((k + 1) as f64 / chords as f64)) {
-                (Some(p), Some(q)) => (p.0 - q.0).hypot(p.1 - q.1),
-                _ => 0.0,
-            };
-            let pixels: f64 = (0..chords).map(chord).sum();
+            // A path's length in pixels (a revolve's is a circle).
+            let pixels = picture_length(|s| model.pixel(n, n.points[point], Place::Of(a + s * (b - a))));
             // A point on a revolve's axis traces no circle.
             if pixels < 2.0 {
                 continue;
             }
-            let length = ((pixels / SAMPLE_SPACING_PX).ceil() as usize).max(2);
+            let length = samples_along(pixels);
             for k in 0..length {
                 let s = (k as f64 + 0.5) / length as f64;
                 // An extrusion's corner edge away from the corners themselves, which the
@@ -154,7 +141,7 @@ pub(super) fn counted_samples(
 /// counted. Most such circles are no edge and do not count; where a later feature's edge
 /// lies on the side (a chamfer's lower circle on a bore whose top corner it took away), the
 /// circle is that edge, and it holds the side's radius where nothing else on the picture
-/// does: a simulated reader's bore, 5% wide under its chamfer, was left so (gen-11-00018).
+/// does: a simulated reader's bore, 8% wide under its chamfer, was left so (gen-11-00018).
 fn ring_samples(model: &Model, n: &Numbers) -> Vec<Sample> {
     let mut samples = Vec::new();
     for (index, &(_, shape)) in model.shapes.iter().enumerate() {
@@ -171,21 +158,32 @@ fn ring_samples(model: &Model, n: &Numbers) -> Vec<Sample> {
             if !(0.05..=0.95).contains(&t) {
                 continue;
             }
-            let chords = 16;
-            let pixels: f64 = (0..chords)
-                .map(|j| match (at(t, j as f64 / chords as f64), at(t, (j + 1) as f64 / chords as f64)) {
-                    (Some(p), Some(q)) => (p.0 - q.0).hypot(p.1 - q.1),
-                    _ => 0.0,
-                })
-                .sum();
+            let pixels = picture_length(|s| at(t, s));
             if pixels < 2.0 {
                 continue;
             }
-            let length = ((pixels / SAMPLE_SPACING_PX).ceil() as usize).max(2);
+            let length = samples_along(pixels);
             samples.extend((0..length).map(|j| ring(t, (j as f64 + 0.5) / length as f64)));
         }
     }
     samples
+}
+
+/// The length on the picture (pixels) of a curve `at` draws for shares 0 to 1, from 16
+/// chords; a chord with an end off the picture counts nothing.
+fn picture_length(at: impl Fn(f64) -> Option<(f64, f64)>) -> f64 {
+    let chords = 16;
+    (0..chords)
+        .map(|k| match (at(k as f64 / chords as f64), at((k + 1) as f64 / chords as f64)) {
+            (Some(p), Some(q)) => (p.0 - q.0).hypot(p.1 - q.1),
+            _ => 0.0,
+        })
+        .sum()
+}
+
+/// How many samples a curve `pixels` long gets: one every [`SAMPLE_SPACING_PX`], two at least.
+fn samples_along(pixels: f64) -> usize {
+    ((pixels / SAMPLE_SPACING_PX).ceil() as usize).max(2)
 }
 
 pub(super) fn lerp(p: [f64; 2], q: [f64; 2], t: f64) -> [f64; 2] {
