@@ -68,6 +68,11 @@ pub struct Config {
     /// (`fit/mod.rs`). Off by default: a later feature's lines (a fillet's) can pull an exact
     /// candidate (docs/evaluation.md).
     pub fit_steps: bool,
+    /// The fit at END measures to the target's lines where its own image has them
+    /// (`fit/subpixel.rs`), not to the framed picture's whole pixels, and scores each drawing
+    /// where it lies best within half a pixel. Off by default (`--subpixel-fit`): on test100
+    /// with the simulated reader it lost more than it gained (docs/evaluation.md).
+    pub fit_subpixel: bool,
     /// Prompt templates; the built-in ones when unset.
     pub prompts: Option<PathBuf>,
     /// The GERD-RET index Stage 1 retrieves examples from (`vision2cad gerd index`).
@@ -102,6 +107,7 @@ impl Default for Config {
             snap_tolerance: 0.002,
             fit: true,
             fit_steps: false,
+            fit_subpixel: false,
             prompts: None,
             rag_index: None,
             rag_k: 3,

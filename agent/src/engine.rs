@@ -197,10 +197,11 @@ impl Reconstruction {
         let framed_mask = reg.then(|| target.framed_mask(config.view_size, views::TAGGED_FILL));
         let framed_lines = reg.then(|| target.framed_lines(config.view_size, views::TAGGED_FILL));
         let fit_target = match (&framed_mask, &framed_lines) {
-            (Some(mask), Some(lines)) if config.fit || config.fit_steps => Some(
-                fit::TargetPixels::new(config.view_size, mask.clone(), lines)
-                    .with_native(target.native_lines(config.view_size, views::TAGGED_FILL)),
-            ),
+            (Some(mask), Some(lines)) if config.fit || config.fit_steps => {
+                let pixels = fit::TargetPixels::new(config.view_size, mask.clone(), lines)
+                    .with_native(target.native_lines(config.view_size, views::TAGGED_FILL));
+                Some(if config.fit_subpixel { pixels.with_refined_lines() } else { pixels })
+            }
             _ => None,
         };
         let engine = Engine {

@@ -42,7 +42,13 @@ impl Engine<'_> {
             Ok(self.rebuild_candidate(s, switch, fitted, c, turn)?.ok())
         };
         let candidate = fit::Candidate { sketches: &drawn, command: &command, preview: &preview };
+        // The step's fit measures to whole pixels, the refined lines are for END's: with them a
+        // revolve's profile made regular at its step moved where its later faces were then
+        // not found (a simulated hub, gen-11-00018, stopped at step 2).
+        let mut target = target;
+        let refined = target.refined.take();
         let fitted = fit::fit_feature(session, candidate, &target, &opts, moves, &mut rebuild);
+        target.refined = refined;
         self.fit_target = Some(target);
         match fitted {
             Ok(Some((fitted, report))) => {

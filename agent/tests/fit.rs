@@ -22,7 +22,8 @@ fn rectangle(centre: [f64; 2], x: f64, y: f64) -> Vec<Value> {
 }
 
 /// The fit at END runs by default and `--no-fit` turns it off; `--fit-steps` adds the fit of
-/// every step. An exact candidate (the oracle's) is left alone at every step and at END: the
+/// every step. An exact candidate (the oracle's) is left alone at every step and at END, also
+/// with `--subpixel-fit`: the
 /// program is the one without the fit, number for number; every fit is in the trace and the
 /// report.
 #[test]
@@ -58,6 +59,13 @@ fn the_fit_leaves_an_exact_candidate_alone_and_no_fit_turns_it_off() {
     };
     assert_eq!(program(&fitted)["commands"], program(&plain)["commands"], "the same numbers as without the fit");
     assert_eq!(program(&default)["commands"], program(&plain)["commands"], "the same numbers as without the fit");
+    // Measured to the lines where the target's image has them, each drawing scored within
+    // half a pixel of the whole-pixel alignment: still left alone.
+    let fine = dir.path().join("fine");
+    let run = reconstruct(&image, &fine, &["--vlm", "oracle", "--gt", gt_arg, "--subpixel-fit"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(trace(&fine).iter().any(|e| e["event"] == "program_fit"), "--subpixel-fit is the fit at END");
+    assert_eq!(program(&fine)["commands"], program(&plain)["commands"], "the same numbers as without the fit");
     let html = std::fs::read_to_string(fitted.join("report.html")).expect("report");
     assert!(html.contains("Fit dropped") && html.contains("Fit at END"), "the report shows the fits");
 }

@@ -74,6 +74,7 @@ pub fn config(args: &ReconstructArgs) -> Result<Config> {
     }
     config.fit &= !args.no_fit;
     config.fit_steps = (config.fit_steps || args.fit_steps) && !args.no_fit;
+    config.fit_subpixel = (config.fit_subpixel || args.subpixel_fit) && !args.no_fit;
     config.check()?;
     Ok(config)
 }

@@ -40,6 +40,7 @@ pub mod rename;
 pub mod round_side;
 pub mod shift;
 pub mod sketch;
+mod subpixel;
 pub mod sweep;
 pub mod thickness;
 mod ties;
@@ -157,6 +158,9 @@ pub struct TargetPixels {
     /// The target's lines at the image's own resolution, where it is finer than the framing:
     /// two lines a pixel apart there are one line here ([`thickness`]).
     pub native: Option<NativeLines>,
+    /// `oriented` to the lines' ink centroids, where the image is kept at its own
+    /// resolution ([`subpixel`]); the picture model measures to these.
+    pub refined: Option<subpixel::RefinedLines>,
 }
 
 /// A target's drawn lines as its image has them, and where the framed pictures lie on it.
@@ -218,6 +222,7 @@ impl TargetPixels {
             outline: views::oriented_distances(&boundary(&mask, size), size, size),
             mask,
             native: None,
+            refined: None,
         }
     }
 
@@ -225,6 +230,13 @@ impl TargetPixels {
     /// there ([`thickness`], [`wall`]), by each line's ink, to a tenth of a pixel.
     pub fn with_native(mut self, native: NativeLines) -> TargetPixels {
         self.native = Some(native);
+        self
+    }
+
+    /// With the lines read to a fraction of a pixel from the image's own pixels, where it
+    /// is kept ([`subpixel`]): the picture model measures to them.
+    pub fn with_refined_lines(mut self) -> TargetPixels {
+        self.refined = subpixel::refined(&self);
         self
     }
 

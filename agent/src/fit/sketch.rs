@@ -392,7 +392,11 @@ pub(super) fn line_distance(target: &TargetPixels, outline: bool, bin: usize, x:
     if x0 < 0.0 || y0 < 0.0 || x0 + 1.0 >= size as f64 || y0 + 1.0 >= size as f64 {
         return cap;
     }
-    let field = if outline { &target.outline[bin] } else { &target.oriented[bin] };
+    let field = match (outline, &target.refined) {
+        (true, _) => &target.outline[bin],
+        (false, Some(refined)) => &refined.by_bin[bin],
+        (false, None) => &target.oriented[bin],
+    };
     super::bilinear(x, y, |i, j| f64::from(field[j as usize * size + i as usize])).min(cap)
 }
 
@@ -584,15 +588,22 @@ fn propose_once(inputs: &Inputs<'_>, Search { refuse_crossing, near }: Search) -
     if samples.is_empty() {
         return None;
     }
+    // Where the target's lines are read from its own image ([`super::subpixel`]), the
+    // whole-pixel alignment leaves an exact feature up to half a pixel off them, which the
+    // search would take for its numbers' error (the oracle's exact pipe had its flange
+    // moved): the samples are scored where they lie best within half a pixel
+    // ([`fine_offset`]), found for the drawing and again for the search's best.
+    let fine = std::cell::Cell::new((0.0, 0.0));
     // The mean capped distance of the samples to the target's lines, the picture moved by
     // `offset` (pixels) from where `align` lines it up.
     let capped_at = |n: &Numbers, cap: f64, offset: (f64, f64)| -> f64 {
+        let (fx, fy) = fine.get();
         let total: f64 = samples
             .iter()
             .map(|c| {
                 model.sample_pixel(n, &c.sample).map_or(cap, |(x, y)| {
                     let (tx, ty) = align.on_target(x, y);
-                    line_distance(target, c.sample.on_outline(), c.bin, tx + offset.0, ty + offset.1, cap)
+                    line_distance(target, c.sample.on_outline(), c.bin, tx + offset.0 + fx, ty + offset.1 + fy, cap)
                 })
             })
             .sum();
@@ -614,6 +625,13 @@ fn propose_once(inputs: &Inputs<'_>, Search { refuse_crossing, near }: Search) -
     };
     let cost = |n: &Numbers| capped(n, EDGE_CAP);
     let wide = |n: &Numbers| capped(n, WIDE_CAP);
+    let line_up_finely = |n: &Numbers| {
+        if target.refined.is_some() {
+            fine.set((0.0, 0.0));
+            fine.set(fine_offset(|f| capped_at(n, EDGE_CAP, (offset.get().0 + f.0, offset.get().1 + f.1))));
+        }
+    };
+    line_up_finely(&numbers);
     let before_px = cost(&numbers);
     let reach = POINT_REACH_PX / px_per_unit;
     let fits_depth = match motion {
@@ -742,6 +760,15 @@ fn propose_once(inputs: &Inputs<'_>, Search { refuse_crossing, near }: Search) -
     } else {
         (best, after_px)
     };
+    // The drawing's numbers and its fraction of a pixel, in turn: the drawn numbers' best
+    // offset is pulled by what was drawn off.
+    let (best, after_px) = match target.refined.is_some() {
+        true => {
+            line_up_finely(&best);
+            search(&best, &cost, &ties, reach, px_per_unit, moving)
+        }
+        false => (best, after_px),
+    };
     let free = Proposal { from_near, ..proposal(&best, after_px, Regularised { squared: 0, concentric, equal: 0 }) };
     // The drawing made regular where it is near it, searched again keeping it so.
     if let Some(regular) = super::regular::find(&numbers, &best, &model.shapes, px_per_unit, &centres) {
@@ -759,6 +786,28 @@ fn propose_once(inputs: &Inputs<'_>, Search { refuse_crossing, near }: Search) -
         }
     }
     Some(free)
+}
+
+/// The fraction of a pixel, each axis within half a pixel, where `cost` is lowest: on a
+/// grid of quarter pixels, then of tenths about the best.
+fn fine_offset(cost: impl Fn((f64, f64)) -> f64) -> (f64, f64) {
+    let mut best = ((0.0, 0.0), cost((0.0, 0.0)));
+    for (step, reach) in [(0.25, 2), (0.1, 2)] {
+        let about = best.0;
+        for j in -reach..=reach {
+            for i in -reach..=reach {
+                let f = (about.0 + f64::from(i) * step, about.1 + f64::from(j) * step);
+                if f.0.abs() > 0.5 + 1e-9 || f.1.abs() > 0.5 + 1e-9 {
+                    continue;
+                }
+                let c = cost(f);
+                if c < best.1 - 1e-12 {
+                    best = (f, c);
+                }
+            }
+        }
+    }
+    best.0
 }
 
 pub(super) fn is_construction(primitive: &Primitive) -> bool {

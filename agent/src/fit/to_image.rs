@@ -40,8 +40,9 @@ const CIRCLE_SIZE: u32 = 500;
 
 /// Fit `program` to `target` seen from `direction`, the views `view_size` pixels square,
 /// on S_t = `sphere` when given (a reconstruction's own, from its trace), else on the
-/// framing found from the model ([`framing`]). Returns the program to keep (as solved) and
-/// what was done; the session then holds that program's document. A program that does not
+/// framing found from the model ([`framing`]); with `subpixel`, measuring to the target's
+/// lines where its own image has them ([`super::subpixel`]). Returns the program to keep
+/// (as solved) and what was done; the session then holds that program's document. A program that does not
 /// build is an error.
 pub fn fit_to_image(
     session: &mut Session,
@@ -50,6 +51,7 @@ pub fn fit_to_image(
     sphere: Option<Sphere>,
     direction: [f64; 3],
     view_size: u32,
+    subpixel: bool,
 ) -> Result<(Program, ImageFit), ImageFitError> {
     let (solved, built) = session.execute_program_solved(program);
     built.map_err(ImageFitError::Build)?;
@@ -62,6 +64,7 @@ pub fn fit_to_image(
         &target.framed_lines(view_size, views::TAGGED_FILL),
     )
     .with_native(target.native_lines(view_size, views::TAGGED_FILL));
+    let pixels = if subpixel { pixels.with_refined_lines() } else { pixels };
     let registered = match sphere {
         Some(sphere) => register::refit(target, &scene, sphere, direction),
         None => framing(target, &scene, direction),

@@ -33,7 +33,7 @@ pub struct FitArgs {
     /// scaled (0.7 to 1.3) and moved to where the model's outline overlaps the target's most.
     #[arg(long, value_parser = parse_sphere)]
     pub sphere: Option<Sphere>,
-    /// A TOML configuration: its `direction` and `view_size` are used.
+    /// A TOML configuration: its `direction`, `view_size` and `fit_subpixel` are used.
     #[arg(long)]
     pub config: Option<PathBuf>,
     #[command(flatten)]
@@ -64,8 +64,16 @@ pub fn run(args: &FitArgs) -> Result<ExitCode> {
         );
     }
     let mut session = args.worker.session()?;
-    let (fitted, done) = fit_to_image(&mut session, &program, &target, args.sphere, config.direction, config.view_size)
-        .with_context(|| format!("cannot fit {}", args.program.display()))?;
+    let (fitted, done) = fit_to_image(
+        &mut session,
+        &program,
+        &target,
+        args.sphere,
+        config.direction,
+        config.view_size,
+        config.fit_subpixel,
+    )
+    .with_context(|| format!("cannot fit {}", args.program.display()))?;
     write_outputs(&mut session, &args.out)?;
     write_json(&written, &fitted)?;
     write_json(&args.out.join("fit.json"), &done)?;

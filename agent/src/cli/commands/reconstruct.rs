@@ -88,6 +88,10 @@ pub struct ReconstructArgs {
     /// judges the fitted candidate (off by default; docs/evaluation.md has why).
     #[arg(long, conflicts_with = "no_fit")]
     pub fit_steps: bool,
+    /// The fit at END measures to the target's lines where its own image has them, not to
+    /// the framed picture's whole pixels (off by default; docs/evaluation.md has why).
+    #[arg(long, conflicts_with = "no_fit")]
+    pub subpixel_fit: bool,
     /// --vlm sim: one rate of the error model, KEY=VALUE (sigma, reference, frame,
     /// parameter, operation, judge_threshold, judge_flip); may be repeated.
     #[arg(long, value_name = "KEY=VALUE")]

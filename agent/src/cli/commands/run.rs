@@ -47,7 +47,7 @@ pub struct RunArgs {
     pub vlm: RunBackend,
     /// An ablation sweep: the split once per configuration, `full` or a flag of
     /// `reconstruct` without its dashes (`no-egr`, `no-lcb`, `no-pgr`, `no-reg`, `no-rag`,
-    /// `no-evf`, and the fit's `no-fit`, `fit-steps`), each in RUNDIR/NAME/, and one table
+    /// `no-evf`, and the fit's `no-fit`, `fit-steps`, `subpixel-fit`), each in RUNDIR/NAME/, and one table
     /// with a row per configuration.
     #[arg(long, value_delimiter = ',', conflicts_with = "sweep")]
     pub configs: Vec<String>,
@@ -230,7 +230,8 @@ fn direct_code_args() -> Vec<String> {
 }
 
 fn loop_configs(args: &RunArgs) -> Result<Vec<(String, Vec<String>)>> {
-    const FLAGS: [&str; 8] = ["no-egr", "no-lcb", "no-pgr", "no-reg", "no-rag", "no-evf", "no-fit", "fit-steps"];
+    const FLAGS: [&str; 9] =
+        ["no-egr", "no-lcb", "no-pgr", "no-reg", "no-rag", "no-evf", "no-fit", "fit-steps", "subpixel-fit"];
     if let Some(path) = &args.sweep {
         #[derive(Deserialize)]
         struct Sweep {
