@@ -233,8 +233,8 @@ impl TargetPixels {
         self
     }
 
-    /// With the lines read to a fraction of a pixel from the image's own pixels, where it
-    /// is kept ([`subpixel`]): the picture model measures to them.
+    /// With the lines moved to where the target's own image has them, where it is kept
+    /// ([`subpixel`]): the picture model at END measures to them (`--subpixel-fit`).
     pub fn with_refined_lines(mut self) -> TargetPixels {
         self.refined = subpixel::refined(&self);
         self
