@@ -212,6 +212,26 @@ impl NativeLines {
     }
 }
 
+#[cfg(test)]
+impl NativeLines {
+    /// A square test image of `per_framed` pixels per framed pixel over a framed picture of
+    /// `framed` pixels, centred on it, its lines' `ink` given (row by row), its brightness
+    /// not kept.
+    pub(crate) fn centred(framed: u32, per_framed: u32, ink: Vec<f32>) -> NativeLines {
+        let size = framed * per_framed;
+        NativeLines {
+            width: size,
+            height: size,
+            ink,
+            luma: Vec::new(),
+            paper: 255.0,
+            per_framed: f64::from(per_framed),
+            centre: [f64::from(size) / 2.0; 2],
+            framed_centre: f64::from(framed) / 2.0,
+        }
+    }
+}
+
 impl TargetPixels {
     /// From the target's framed silhouette and lines (`size` x `size`, row by row).
     pub fn new(size: u32, mask: Vec<bool>, lines: &[bool]) -> TargetPixels {

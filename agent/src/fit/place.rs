@@ -589,16 +589,11 @@ mod tests {
     /// As [`measured`], the box `depth` deep against a target `actual` deep.
     fn measured_deep(drawn: [[f64; 2]; 4], depth: f64, actual: f64) -> Placement {
         let size = SIZE * 3;
-        let native = NativeLines {
-            width: size,
-            height: size,
-            ink: segments_at(&box_edges(TRUE, actual), size).iter().map(|&on| f32::from(u8::from(on))).collect(),
-            luma: Vec::new(),
-            paper: 255.0,
-            per_framed: 3.0,
-            centre: [f64::from(size) / 2.0; 2],
-            framed_centre: f64::from(SIZE) / 2.0,
-        };
+        let native = NativeLines::centred(
+            SIZE,
+            3,
+            segments_at(&box_edges(TRUE, actual), size).iter().map(|&on| f32::from(u8::from(on))).collect(),
+        );
         let lines = segments(&box_edges(TRUE, actual));
         let target = TargetPixels::new(SIZE, lines.clone(), &lines).with_native(native);
         let ids = ids_of(&segments(&box_edges(drawn, depth)));

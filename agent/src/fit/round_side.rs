@@ -288,16 +288,7 @@ mod tests {
         let luma: Vec<f32> = (0..size * size)
             .map(|i| (255.0 - 155.0 * side_cover(actual, framed(i % size), framed(i / size), f64::from(per))) as f32)
             .collect();
-        let native = NativeLines {
-            width: size,
-            height: size,
-            ink: vec![0.0; luma.len()],
-            luma,
-            paper: 255.0,
-            per_framed: f64::from(per),
-            centre: [f64::from(size) / 2.0; 2],
-            framed_centre: f64::from(SIZE) / 2.0,
-        };
+        let native = NativeLines { luma, ..NativeLines::centred(SIZE, per, vec![0.0; (size * size) as usize]) };
         let n = (SIZE * SIZE) as usize;
         let covered: Vec<bool> = (0..SIZE * SIZE)
             .map(|i| side_cover(drawn, f64::from(i % SIZE) + 0.5, f64::from(i / SIZE) + 0.5, 1.0) >= 0.5)

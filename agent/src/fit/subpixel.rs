@@ -111,16 +111,7 @@ mod tests {
             .collect();
         let lines: Vec<bool> =
             (0..60 * 60).map(|i| framed.contains(&(i / 60)) && (10..50).contains(&(i % 60))).collect();
-        let native = NativeLines {
-            width: native as u32,
-            height: native as u32,
-            ink,
-            luma: Vec::new(),
-            paper: 255.0,
-            per_framed: 3.0,
-            centre: [90.0; 2],
-            framed_centre: 30.0,
-        };
+        let native = NativeLines::centred(size, 3, ink);
         TargetPixels::new(size, lines.clone(), &lines).with_native(native)
     }
 

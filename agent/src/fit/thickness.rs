@@ -549,16 +549,7 @@ mod tests {
         let lines = drawn_box(TRUE, actual);
         let size = SIZE * per_framed;
         let image = segments_at(&box_edges(TRUE, actual), size);
-        let native = NativeLines {
-            width: size,
-            height: size,
-            ink: image.iter().map(|&on| f32::from(u8::from(on))).collect(),
-            luma: Vec::new(),
-            paper: 255.0,
-            per_framed: f64::from(per_framed),
-            centre: [f64::from(size) / 2.0; 2],
-            framed_centre: f64::from(SIZE) / 2.0,
-        };
+        let native = NativeLines::centred(SIZE, per_framed, image.iter().map(|&on| f32::from(u8::from(on))).collect());
         let target = TargetPixels::new(SIZE, lines.clone(), &lines).with_native(native);
         let ids = ids_of(&drawn_box(TRUE, drawn));
         measure(&rectangle("S1", TRUE), &pad(drawn), &xy(), &camera(), &ids, still(), &target)

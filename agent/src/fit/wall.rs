@@ -585,16 +585,11 @@ mod tests {
         let edges = |inset: f64| tube_edges(inset, 10.0).iter().map(|e| (e[0], e[1])).collect::<Vec<_>>();
         let lines = segments(&edges(actual));
         let size = SIZE * per_framed;
-        let native = NativeLines {
-            width: size,
-            height: size,
-            ink: segments_at(&edges(actual), size).iter().map(|&on| f32::from(u8::from(on))).collect(),
-            luma: Vec::new(),
-            paper: 255.0,
-            per_framed: f64::from(per_framed),
-            centre: [f64::from(size) / 2.0; 2],
-            framed_centre: f64::from(SIZE) / 2.0,
-        };
+        let native = NativeLines::centred(
+            SIZE,
+            per_framed,
+            segments_at(&edges(actual), size).iter().map(|&on| f32::from(u8::from(on))).collect(),
+        );
         let target = TargetPixels::new(SIZE, lines.clone(), &lines).with_native(native);
         let ids = ids_of(&segments(&edges(inset)));
         measure(&tube(inset), &pad(10.0), &xy(), &tube_edges(inset, 10.0), &[], &camera(), &ids, still(), &target)

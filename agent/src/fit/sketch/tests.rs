@@ -820,17 +820,7 @@ fn finely_drawn_box(corners: [[f64; 2]; 4], depth: f64, by: [f64; 3]) -> TargetP
         .iter()
         .map(|(a, b)| ([a[0] + by[0], a[1] + by[1], a[2] + by[2]], [b[0] + by[0], b[1] + by[1], b[2] + by[2]]))
         .collect();
-    let size = SIZE * 3;
-    let native = crate::fit::NativeLines {
-        width: size,
-        height: size,
-        ink: anti_aliased(&moved, size),
-        luma: Vec::new(),
-        paper: 255.0,
-        per_framed: 3.0,
-        centre: [f64::from(size) / 2.0; 2],
-        framed_centre: f64::from(SIZE) / 2.0,
-    };
+    let native = crate::fit::NativeLines::centred(SIZE, 3, anti_aliased(&moved, SIZE * 3));
     let lines = segments(&moved);
     TargetPixels::new(SIZE, lines.clone(), &lines).with_native(native).with_refined_lines()
 }
