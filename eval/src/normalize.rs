@@ -83,6 +83,16 @@ pub fn flipped(t: &Similarity, flip: [f64; 3]) -> Similarity {
     out
 }
 
+/// The transform followed by a translation `by` of its result (normalised units): where
+/// `t` takes x to s R (x + c), this takes it to s R (x + c) + by = s R (x + c + R^T by / s).
+pub fn nudged(t: &Similarity, by: [f64; 3]) -> Similarity {
+    let mut out = *t;
+    for (i, c) in out.translate.iter_mut().enumerate() {
+        *c += (0..3).map(|k| t.rotate[k][i] * by[k]).sum::<f64>() / t.scale;
+    }
+    out
+}
+
 /// Principal moments in increasing order and the rotation whose rows are the matching axes.
 /// Each axis points so its largest component is positive; the third is the cross product
 /// of the first two, so the rotation is proper. What is left ambiguous (a sign per pair of
@@ -201,6 +211,20 @@ mod tests {
         let t = transform(Normalization::UnitCube, &props).expect("transform");
         assert_eq!(t.apply([10.0, 0.0, 0.0]), [-0.5, -0.25, -0.125]);
         assert_eq!(t.apply([30.0, 10.0, 5.0]), [0.5, 0.25, 0.125]);
+    }
+
+    #[test]
+    fn a_nudge_moves_the_normalised_shape_by_exactly_that_much_whatever_the_rotation() {
+        let (moments, axes) = principal_axes([[3.0, 1.0, 0.5], [1.0, 2.0, 0.2], [0.5, 0.2, 1.0]]);
+        assert!(moments[0] < moments[2]);
+        let t = Similarity { translate: [4.0, -2.0, 7.0], rotate: axes, scale: 0.05 };
+        let by = [1e-5, -3e-6, 2e-6];
+        for x in [[0.0, 0.0, 0.0], [12.0, -5.0, 3.0]] {
+            let (a, b) = (t.apply(x), nudged(&t, by).apply(x));
+            for i in 0..3 {
+                assert!((b[i] - a[i] - by[i]).abs() < 1e-12, "{a:?} -> {b:?}");
+            }
+        }
     }
 
     #[test]

@@ -19,6 +19,10 @@ pub enum IouMethod {
     /// failed or returned a common part the surfaces contradict (coincident faces), and the
     /// voxel IoU agrees with it.
     Fuzzy,
+    /// Kernel booleans with the prediction moved a hundred-thousandth of the part's size
+    /// ([`crate::pipeline`]'s `NUDGE`), where the plain and fuzzy ones failed or returned a
+    /// common part the surfaces contradict and two of the moves agree.
+    Nudged,
     /// 128^3 ray-parity voxels on the normalised meshes (the booleans failed).
     Voxel,
 }
@@ -28,6 +32,7 @@ impl IouMethod {
         match self {
             IouMethod::Exact => "exact",
             IouMethod::Fuzzy => "fuzzy",
+            IouMethod::Nudged => "nudged",
             IouMethod::Voxel => "voxel",
         }
     }
@@ -215,7 +220,7 @@ impl Report {
     /// The human-readable report: conventions first, then the metrics.
     pub fn table(&self) -> String {
         let mut out = String::new();
-        let methods = [IouMethod::Exact, IouMethod::Fuzzy, IouMethod::Voxel]
+        let methods = [IouMethod::Exact, IouMethod::Fuzzy, IouMethod::Nudged, IouMethod::Voxel]
             .map(|m| format!("{} {}", m.name(), self.iou_methods.get(&m).copied().unwrap_or(0)))
             .join(", ");
         let _ = writeln!(out, "protocol       {}", self.protocol.name());
