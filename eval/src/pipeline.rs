@@ -60,7 +60,7 @@ const CONFIRMED: f64 = 1e-6;
 /// most about area * d / vol(fuse), a few 1e-4 for thin parts.
 const NUDGE: f64 = 1e-5;
 const NUDGES: [[f64; 3]; 3] = [[0.80, 0.56, 0.24], [-0.80, -0.56, -0.24], [0.25, -0.83, 0.50]];
-/// Two nudged IoUs this close confirm each other; their mean is kept.
+/// Nudged IoUs this close confirm each other; their mean is kept.
 const NUDGES_AGREE: f64 = 1e-3;
 
 /// What one sample produced, with what only benchmarks need.
@@ -416,7 +416,7 @@ fn score(
                 _ => None,
             }
         };
-        match agreeing_pair(session, nudge) {
+        match agreeing_nudges(session, nudge) {
             Some(iou) => {
                 tracing::info!("{}: plain boolean {exact:?}; moved {NUDGE} it gives {iou}", pair.id);
                 (exact, nudge_found) = (Ok(iou), true);
@@ -449,9 +449,10 @@ fn score(
         exact => exact,
     };
     let exact = match exact {
-        Err(reason) if nudges_disagreed => {
-            Err(format!("{reason}; moved by {NUDGE} along {} directions, no two plausible IoUs agreed", NUDGES.len()))
-        }
+        Err(reason) if nudges_disagreed => Err(format!(
+            "{reason}; moved by {NUDGE} along {} directions, the plausible IoUs were fewer than two or disagreed",
+            NUDGES.len()
+        )),
         exact => exact,
     };
     let (iou, method, fallback_reason) = match (&exact, voxel) {
@@ -501,21 +502,17 @@ fn score(
     Ok(Detailed { result, meshes: Some((pred_mesh, gt_mesh)), stages })
 }
 
-/// The mean of the first two plausible IoUs, of the plain boolean on the prediction moved
-/// along [`NUDGES`] in turn, that agree within [`NUDGES_AGREE`]; none where no two do.
-fn agreeing_pair(
+/// The mean of the plausible IoUs of the plain boolean on the prediction moved along each of
+/// [`NUDGES`], where there are at least two and all of them agree within [`NUDGES_AGREE`];
+/// none otherwise. All, not the first two: on a test100 oracle model whose shared faces the
+/// fuzzy boolean takes, two moves of 5e-6 agreed on 0.962 and the third gave 0.973.
+fn agreeing_nudges(
     session: &mut Session,
     mut nudged_iou: impl FnMut(&mut Session, [f64; 3]) -> Option<f64>,
 ) -> Option<f64> {
-    let mut seen: Vec<f64> = Vec::new();
-    for by in NUDGES {
-        let Some(iou) = nudged_iou(session, by) else { continue };
-        if let Some(other) = seen.iter().find(|o| (*o - iou).abs() <= NUDGES_AGREE) {
-            return Some((other + iou) / 2.0);
-        }
-        seen.push(iou);
-    }
-    None
+    let found: Vec<f64> = NUDGES.iter().filter_map(|&by| nudged_iou(session, by)).collect();
+    let (low, high) = found.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
+    (found.len() >= 2 && high - low <= NUDGES_AGREE).then(|| found.iter().sum::<f64>() / found.len() as f64)
 }
 
 /// Whether an exact IoU is too low for shapes whose surfaces are this close.

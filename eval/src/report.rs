@@ -21,7 +21,8 @@ pub enum IouMethod {
     Fuzzy,
     /// Kernel booleans with the prediction moved a hundred-thousandth of the part's size
     /// ([`crate::pipeline`]'s `NUDGE`), where the plain and fuzzy ones failed or returned a
-    /// common part the surfaces contradict and two of the moves agree.
+    /// common part the surfaces contradict, and the moves that give a plausible common part (at
+    /// least two) agree.
     Nudged,
     /// 128^3 ray-parity voxels on the normalised meshes (the booleans failed).
     Voxel,
