@@ -4,9 +4,11 @@
 //! The ties a model names (`concentric` with `E14`, `coincident` with `V3`...) go into the
 //! sketch as constraints on Sketcher external geometry (the bridge adds the referenced
 //! entities with `addExternal`). On top of those, a point the model put within a small
-//! tolerance of a projected vertex snaps onto it and gets a coincident tie, and a circle or
-//! arc centred within the tolerance of a projected circular edge's centre becomes
-//! concentric with it.
+//! tolerance of a projected vertex snaps onto it and gets a coincident tie, one within it of
+//! a projected straight edge goes onto it (point on object), a circle's centre included, and
+//! a circle centred within the tolerance of a projected circular edge's centre becomes
+//! concentric with it. A point the model tied itself keeps only its ties, except one it only
+//! held at a distance from straight edges, which may still go onto an edge across them.
 
 use freecad_bridge::command::{Constraint, CurveRef, EntityId, PointPos, PointRef, Primitive};
 use freecad_bridge::state::{EdgeKind, Frame};
@@ -75,14 +77,15 @@ pub struct Snapped {
     pub constraints: Vec<String>,
 }
 
-/// Snap the sketch's points (local coordinates) to projected vertices and circle centres
-/// within `tolerance` (model units), adding the ties.
+/// Snap the sketch's points (local coordinates) to projected vertices, straight edges and
+/// circle centres within `tolerance` (model units), adding the ties (module docs).
 pub fn snap(sketch: &mut Sketch, frame: &Frame, state: &ModelState, tolerance: f64) -> Snapped {
     let mut snapped = Snapped::default();
     if tolerance <= 0.0 {
         return snapped;
     }
     let already_tied = tied_points(&sketch.constraints);
+    let held_off = held_off_edges(&sketch.constraints);
     let in_plane = |p: [f64; 3]| frame.height(p).abs() <= 1e-6 * (1.0 + tolerance);
     // Vertices in the plane first: they are what a sketch on a face follows.
     let mut vertices: Vec<(String, [f64; 2], bool)> = state
@@ -117,40 +120,67 @@ pub fn snap(sketch: &mut Sketch, frame: &Frame, state: &ModelState, tolerance: f
         for (pos, point) in own_points(&sketch.primitives[i]) {
             let reference = PointRef::Own(i, pos);
             // Endpoints that meet are joined by auto-coincidence: tie each cluster once.
-            if already_tied.contains(&reference) || done.iter().any(|d| near(*d, point)) {
+            if done.iter().any(|d| near(*d, point)) {
                 continue;
             }
-            if pos != PointPos::Center
-                && let Some((id, target, _)) = vertices.iter().find(|v| near(v.1, point))
-            {
-                move_point(&mut sketch.primitives, point, *target);
-                let vertex: EntityId = id.parse().expect("state IDs parse");
-                sketch.constraints.push(Constraint::Coincident { a: reference, b: PointRef::Vertex(vertex) });
-                snapped.constraints.push(format!("{reference} coincident {id}"));
-                done.push(*target);
-                done.push(point);
+            // A point the model tied itself is left to its ties, except one it only held at
+            // a distance from straight edges: it may still go onto an edge across them (a
+            // notch's centre held off the plate's side, placed on its back edge).
+            let held: Vec<&EntityId> = held_off.iter().filter(|(p, _)| *p == reference).map(|(_, e)| e).collect();
+            let across: Vec<[f64; 2]> = held
+                .iter()
+                .filter_map(|edge| lines.iter().find(|l| l.0 == edge.to_string()).map(|l| direction(l.1, l.2)))
+                .collect();
+            let ties = already_tied.iter().filter(|p| **p == reference).count();
+            let partly = !held.is_empty() && across.len() == held.len() && held.len() == ties;
+            if ties > 0 && !partly {
                 continue;
             }
-            if pos != PointPos::Center
-                && let Some((id, target)) =
-                    lines.iter().find_map(|(id, a, b, _)| on_segment(point, *a, *b, tolerance).map(|t| (id, t)))
-            {
-                move_point(&mut sketch.primitives, point, target);
-                let edge: EntityId = id.parse().expect("state IDs parse");
-                sketch.constraints.push(Constraint::PointOnObject { point: reference, object: CurveRef::Edge(edge) });
-                snapped.constraints.push(format!("{reference} on {id}"));
-                done.push(target);
-                done.push(point);
-                continue;
-            }
+            let crosses = |a: [f64; 2], b: [f64; 2]| {
+                let d = direction(a, b);
+                across.iter().all(|u| (u[0] * d[1] - u[1] * d[0]).abs() >= ACROSS_SINE)
+            };
+            // A circle's centre on a projected circle's centre: the two concentric.
             if pos == PointPos::Center
+                && !partly
                 && let Some((id, target, _)) = centers.iter().find(|c| near(c.1, point))
             {
                 set_center(&mut sketch.primitives[i], *target);
                 let edge: EntityId = id.parse().expect("state IDs parse");
                 sketch.constraints.push(Constraint::Concentric { a: CurveRef::Own(i), b: CurveRef::Edge(edge) });
                 snapped.constraints.push(format!("g{i} concentric {id}"));
+                continue;
             }
+            // Any point, a circle's centre too (a notch's circle centred on a plate's edge, a
+            // quarter round on its corner: a reader put one on an edge as the prompt says and,
+            // untied, the cut left a sliver face 0.002 mm wide), onto a projected vertex
+            // (coincident) or else onto a projected straight edge (point on it).
+            let vertex = vertices.iter().find(|v| !partly && near(v.1, point));
+            let (tie, said, target) = if let Some((id, target, _)) = vertex {
+                let vertex: EntityId = id.parse().expect("state IDs parse");
+                (Constraint::Coincident { a: reference, b: PointRef::Vertex(vertex) }, "coincident", *target)
+            } else if let Some((id, target)) = lines
+                .iter()
+                .filter(|l| crosses(l.1, l.2))
+                .find_map(|(id, a, b, _)| on_segment(point, *a, *b, tolerance).map(|t| (id, t)))
+            {
+                let edge: EntityId = id.parse().expect("state IDs parse");
+                (Constraint::PointOnObject { point: reference, object: CurveRef::Edge(edge) }, "on", target)
+            } else {
+                continue;
+            };
+            let id = match &tie {
+                Constraint::Coincident { b, .. } => b.to_string(),
+                Constraint::PointOnObject { object, .. } => object.to_string(),
+                _ => unreachable!("a snap ties a point to a vertex or onto an edge"),
+            };
+            snapped.constraints.push(format!("{reference} {said} {id}"));
+            sketch.constraints.push(tie);
+            match pos {
+                PointPos::Center => set_center(&mut sketch.primitives[i], target),
+                _ => move_point(&mut sketch.primitives, point, target),
+            }
+            done.extend([target, point]);
         }
     }
     snapped
@@ -167,6 +197,32 @@ fn on_segment(p: [f64; 2], a: [f64; 2], b: [f64; 2], tolerance: f64) -> Option<[
     }
     let foot = [a[0] + t * d[0], a[1] + t * d[1]];
     ((foot[0] - p[0]).hypot(foot[1] - p[1]) <= tolerance).then_some(foot)
+}
+
+/// How far from parallel (the sine of the angle) an edge must run to the edges a point is
+/// held at a distance from before the point goes onto it: nearer parallel, the two ties
+/// would fix one freedom twice.
+const ACROSS_SINE: f64 = 0.17;
+
+/// The unit direction from `a` to `b` (zero where they meet).
+fn direction(a: [f64; 2], b: [f64; 2]) -> [f64; 2] {
+    let (x, y) = (b[0] - a[0], b[1] - a[1]);
+    let length = x.hypot(y);
+    if length > 0.0 { [x / length, y / length] } else { [0.0, 0.0] }
+}
+
+/// The own points the model's constraints hold at a distance from an existing edge
+/// (`distance_to_line`), with the edge.
+fn held_off_edges(constraints: &[Constraint]) -> Vec<(PointRef, EntityId)> {
+    constraints
+        .iter()
+        .filter_map(|c| match c {
+            Constraint::DistanceToLine { point: point @ PointRef::Own(..), line: CurveRef::Edge(edge), .. } => {
+                Some((*point, *edge))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// Own points that a model's constraint already ties to existing geometry.
@@ -235,5 +291,109 @@ fn move_point(prims: &mut [Primitive], from: [f64; 2], to: [f64; 2]) {
 fn set_center(p: &mut Primitive, to: [f64; 2]) {
     if let Primitive::Circle { center, .. } = p {
         *center = to;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use freecad_bridge::state::{Edge, Vertex};
+
+    /// The top face of a 40 x 30 plate at z = 6, seen from its own XY frame: corners V1
+    /// (0, 0) .. V3 (40, 30), edges E1 along y = 30 (the back), E2 along x = 0 (the side).
+    fn plate_top() -> (Frame, ModelState) {
+        let frame =
+            Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 1.0, 0.0], normal: [0.0, 0.0, 1.0] };
+        let line = |id: &str, start: [f64; 3], end: [f64; 3]| Edge {
+            id: id.into(),
+            kind: EdgeKind::Line,
+            length: ((end[0] - start[0]).powi(2) + (end[1] - start[1]).powi(2)).sqrt(),
+            start: Some(start),
+            end: Some(end),
+            midpoint: None,
+            closed: false,
+            center: None,
+            radius: None,
+            axis: None,
+            direction: None,
+            vertices: Vec::new(),
+        };
+        let mut state = ModelState::empty();
+        state.edges =
+            vec![line("E1", [0.0, 30.0, 6.0], [40.0, 30.0, 6.0]), line("E2", [0.0, 0.0, 6.0], [0.0, 30.0, 6.0])];
+        state.vertices = vec![
+            Vertex { id: "V1".into(), point: [0.0, 0.0, 6.0] },
+            Vertex { id: "V3".into(), point: [40.0, 30.0, 6.0] },
+        ];
+        (Frame { origin: [0.0, 0.0, 6.0], ..frame }, state)
+    }
+
+    fn notch(center: [f64; 2], constraints: Vec<Constraint>) -> Sketch {
+        Sketch {
+            name: "S2".into(),
+            on: "F6".into(),
+            primitives: vec![Primitive::Circle { center, radius: 5.0, construction: false }],
+            constraints,
+            auto_coincident: true,
+        }
+    }
+
+    fn centre(sketch: &Sketch) -> [f64; 2] {
+        match sketch.primitives[0] {
+            Primitive::Circle { center, .. } => center,
+            _ => unreachable!(),
+        }
+    }
+
+    const CENTRE: PointRef = PointRef::Own(0, PointPos::Center);
+
+    #[test]
+    fn a_circle_centred_on_a_straight_edge_is_tied_onto_it() {
+        let (frame, state) = plate_top();
+        let mut sketch = notch([20.0, 29.998], Vec::new());
+        let snapped = snap(&mut sketch, &frame, &state, 0.2);
+        assert_eq!(snapped.constraints, vec!["g0.center on E1".to_string()]);
+        assert_eq!(centre(&sketch), [20.0, 30.0], "moved onto the edge");
+        let e1: EntityId = "E1".parse().expect("id");
+        assert_eq!(sketch.constraints, vec![Constraint::PointOnObject { point: CENTRE, object: CurveRef::Edge(e1) }]);
+    }
+
+    #[test]
+    fn a_circle_centred_on_a_corner_is_made_coincident_with_it() {
+        let (frame, state) = plate_top();
+        let mut sketch = notch([39.9, 30.05], Vec::new());
+        let snapped = snap(&mut sketch, &frame, &state, 0.2);
+        assert_eq!(snapped.constraints, vec!["g0.center coincident V3".to_string()]);
+        assert_eq!(centre(&sketch), [40.0, 30.0]);
+    }
+
+    #[test]
+    fn a_centre_held_off_one_edge_still_goes_onto_an_edge_across_it_but_not_onto_one_along_it() {
+        let (frame, state) = plate_top();
+        let e2: EntityId = "E2".parse().expect("id");
+        let held = || Constraint::DistanceToLine { point: CENTRE, line: CurveRef::Edge(e2), value: 20.0 };
+        // Held 20 from the side E2 and placed on the back E1 (a reader's notch): onto E1.
+        let mut sketch = notch([20.0, 29.998], vec![held()]);
+        let snapped = snap(&mut sketch, &frame, &state, 0.2);
+        assert_eq!(snapped.constraints, vec!["g0.center on E1".to_string()]);
+        assert_eq!(centre(&sketch), [20.0, 30.0]);
+        // Held off E2 and placed beside E2 itself: that freedom is the model's; no tie.
+        let mut sketch = notch([0.1, 15.0], vec![held()]);
+        assert!(snap(&mut sketch, &frame, &state, 0.2).constraints.is_empty());
+        assert_eq!(sketch.constraints.len(), 1);
+        // Held off E2 and placed on the corner V3: not made coincident (both freedoms).
+        let mut sketch = notch([40.0, 30.0], vec![held()]);
+        let snapped = snap(&mut sketch, &frame, &state, 0.2);
+        assert_eq!(snapped.constraints, vec!["g0.center on E1".to_string()], "only onto the edge across");
+    }
+
+    #[test]
+    fn a_centre_the_model_tied_itself_is_left_to_its_tie() {
+        let (frame, state) = plate_top();
+        let v3: EntityId = "V3".parse().expect("id");
+        let tie = Constraint::Coincident { a: CENTRE, b: PointRef::Vertex(v3) };
+        let mut sketch = notch([40.0, 29.99], vec![tie.clone()]);
+        assert!(snap(&mut sketch, &frame, &state, 0.2).constraints.is_empty());
+        assert_eq!(sketch.constraints, vec![tie]);
     }
 }
