@@ -407,13 +407,24 @@ fn score(
     }
     let (mut nudge_found, mut nudges_disagreed) = (false, false);
     if !options.voxel_only && plain_doubtful && !ran_out && !voxels_agree {
+        // The outer `None`: no answer (the worker's trouble, or the limit, which stops the
+        // worker and the shapes it kept), and no further move is tried.
         let nudge = |session: &mut Session, by: [f64; 3]| {
             let moved = nudged(&pred_t, by.map(|x| x * NUDGE));
             match session.intersect_kept_within(&moved, &gt_t, None, limit) {
-                Ok(Some(c)) => exact_from(&c.common, &c.boolean_error, c.volume_prediction, c.volume_ground_truth)
-                    .ok()
-                    .filter(|iou| !implausible(*iou, distances.hd95)),
-                _ => None,
+                Ok(Some(c)) => Some(
+                    exact_from(&c.common, &c.boolean_error, c.volume_prediction, c.volume_ground_truth)
+                        .ok()
+                        .filter(|iou| !implausible(*iou, distances.hd95)),
+                ),
+                Ok(None) => {
+                    ran_out = true;
+                    None
+                }
+                Err(e) => {
+                    tracing::info!("{}: the boolean on the moved prediction failed: {e}", pair.id);
+                    None
+                }
             }
         };
         match agreeing_nudges(session, nudge) {
@@ -504,13 +515,20 @@ fn score(
 
 /// The mean of the plausible IoUs of the plain boolean on the prediction moved along each of
 /// [`NUDGES`], where there are at least two and all of them agree within [`NUDGES_AGREE`];
-/// none otherwise. All, not the first two: on a test100 oracle model whose shared faces the
+/// none otherwise, or where one of them got no answer (`nudged_iou`'s outer `None`). All,
+/// not the first two: on a test100 oracle model whose shared faces the
 /// fuzzy boolean takes, two moves of 5e-6 agreed on 0.962 and the third gave 0.973.
 fn agreeing_nudges(
     session: &mut Session,
-    mut nudged_iou: impl FnMut(&mut Session, [f64; 3]) -> Option<f64>,
+    mut nudged_iou: impl FnMut(&mut Session, [f64; 3]) -> Option<Option<f64>>,
 ) -> Option<f64> {
-    let found: Vec<f64> = NUDGES.iter().filter_map(|&by| nudged_iou(session, by)).collect();
+    let mut found: Vec<f64> = Vec::new();
+    for by in NUDGES {
+        match nudged_iou(session, by) {
+            Some(iou) => found.extend(iou),
+            None => return None,
+        }
+    }
     let (low, high) = found.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
     (found.len() >= 2 && high - low <= NUDGES_AGREE).then(|| found.iter().sum::<f64>() / found.len() as f64)
 }
