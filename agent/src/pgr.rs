@@ -158,23 +158,20 @@ pub fn snap(sketch: &mut Sketch, frame: &Frame, state: &ModelState, tolerance: f
             let vertex = vertices.iter().find(|v| !partly && near(v.1, point));
             let (tie, said, target) = if let Some((id, target, _)) = vertex {
                 let vertex: EntityId = id.parse().expect("state IDs parse");
-                (Constraint::Coincident { a: reference, b: PointRef::Vertex(vertex) }, "coincident", *target)
+                let tie = Constraint::Coincident { a: reference, b: PointRef::Vertex(vertex) };
+                (tie, format!("{reference} coincident {id}"), *target)
             } else if let Some((id, target)) = lines
                 .iter()
                 .filter(|l| crosses(l.1, l.2))
                 .find_map(|(id, a, b, _)| on_segment(point, *a, *b, tolerance).map(|t| (id, t)))
             {
                 let edge: EntityId = id.parse().expect("state IDs parse");
-                (Constraint::PointOnObject { point: reference, object: CurveRef::Edge(edge) }, "on", target)
+                let tie = Constraint::PointOnObject { point: reference, object: CurveRef::Edge(edge) };
+                (tie, format!("{reference} on {id}"), target)
             } else {
                 continue;
             };
-            let id = match &tie {
-                Constraint::Coincident { b, .. } => b.to_string(),
-                Constraint::PointOnObject { object, .. } => object.to_string(),
-                _ => unreachable!("a snap ties a point to a vertex or onto an edge"),
-            };
-            snapped.constraints.push(format!("{reference} {said} {id}"));
+            snapped.constraints.push(said);
             sketch.constraints.push(tie);
             match pos {
                 PointPos::Center => set_center(&mut sketch.primitives[i], target),
@@ -304,20 +301,7 @@ mod tests {
     fn plate_top() -> (Frame, ModelState) {
         let frame =
             Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 1.0, 0.0], normal: [0.0, 0.0, 1.0] };
-        let line = |id: &str, start: [f64; 3], end: [f64; 3]| Edge {
-            id: id.into(),
-            kind: EdgeKind::Line,
-            length: ((end[0] - start[0]).powi(2) + (end[1] - start[1]).powi(2)).sqrt(),
-            start: Some(start),
-            end: Some(end),
-            midpoint: None,
-            closed: false,
-            center: None,
-            radius: None,
-            axis: None,
-            direction: None,
-            vertices: Vec::new(),
-        };
+        let line = Edge::straight;
         let mut state = ModelState::empty();
         state.edges =
             vec![line("E1", [0.0, 30.0, 6.0], [40.0, 30.0, 6.0]), line("E2", [0.0, 0.0, 6.0], [0.0, 30.0, 6.0])];

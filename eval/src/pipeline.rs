@@ -330,13 +330,18 @@ fn score(
     let limit = session.call_timeout() / 2;
     // The outer error: no answer (the worker's trouble, or the limit); the inner: the
     // kernel's answer as an IoU, or why it is none.
-    let intersect = |session: &mut Session, fuzzy: Option<f64>| -> Result<Result<f64, String>, (String, bool)> {
-        match session.intersect_kept_within(&pred_t, &gt_t, fuzzy, limit) {
+    // The prediction as normalised (`pred_t`) or moved a hair from it ([`NUDGE`]).
+    let intersect_moved = |session: &mut Session,
+                           pred: &freecad_bridge::Similarity,
+                           fuzzy: Option<f64>|
+     -> Result<Result<f64, String>, (String, bool)> {
+        match session.intersect_kept_within(pred, &gt_t, fuzzy, limit) {
             Ok(Some(c)) => Ok(exact_from(&c.common, &c.boolean_error, c.volume_prediction, c.volume_ground_truth)),
             Ok(None) => Err((format!("the boolean took longer than {:.0} s", limit.as_secs_f64()), true)),
             Err(e) => Err((e.to_string(), false)),
         }
     };
+    let intersect = |session: &mut Session, fuzzy: Option<f64>| intersect_moved(session, &pred_t, fuzzy);
     let mut ran_out = false;
     let mut exact = if options.voxel_only {
         Err("voxel IoU asked for".to_string())
@@ -409,22 +414,16 @@ fn score(
     if !options.voxel_only && plain_doubtful && !ran_out && !voxels_agree {
         // The outer `None`: no answer (the worker's trouble, or the limit, which stops the
         // worker and the shapes it kept), and no further move is tried.
-        let nudge = |session: &mut Session, by: [f64; 3]| {
-            let moved = nudged(&pred_t, by.map(|x| x * NUDGE));
-            match session.intersect_kept_within(&moved, &gt_t, None, limit) {
-                Ok(Some(c)) => Some(
-                    exact_from(&c.common, &c.boolean_error, c.volume_prediction, c.volume_ground_truth)
-                        .ok()
-                        .filter(|iou| !implausible(*iou, distances.hd95)),
-                ),
-                Ok(None) => {
-                    ran_out = true;
-                    None
-                }
-                Err(e) => {
-                    tracing::info!("{}: the boolean on the moved prediction failed: {e}", pair.id);
-                    None
-                }
+        let nudge = |session: &mut Session, by: [f64; 3]| match intersect_moved(
+            session,
+            &nudged(&pred_t, by.map(|x| x * NUDGE)),
+            None,
+        ) {
+            Ok(iou) => Some(iou.ok().filter(|iou| !implausible(*iou, distances.hd95))),
+            Err((e, out)) => {
+                ran_out = out;
+                tracing::info!("{}: the boolean on the moved prediction: {e}", pair.id);
+                None
             }
         };
         match agreeing_nudges(session, nudge) {

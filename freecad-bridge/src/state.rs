@@ -146,6 +146,29 @@ pub struct Edge {
     pub vertices: Vec<String>,
 }
 
+impl Edge {
+    /// A straight edge from `start` to `end` with its length and midpoint, no vertices
+    /// named: what tests and hand-made states need.
+    pub fn straight(id: &str, start: Point3, end: Point3) -> Edge {
+        let mid = [0, 1, 2].map(|i| (start[i] + end[i]) / 2.0);
+        let length = (0..3).map(|i| (end[i] - start[i]).powi(2)).sum::<f64>().sqrt();
+        Edge {
+            id: id.into(),
+            kind: EdgeKind::Line,
+            length,
+            start: Some(start),
+            end: Some(end),
+            midpoint: Some(mid),
+            closed: false,
+            center: None,
+            radius: None,
+            axis: None,
+            direction: None,
+            vertices: Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Vertex {
     pub id: String,

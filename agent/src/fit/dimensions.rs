@@ -145,20 +145,7 @@ mod tests {
     /// shifted by (10, 20): the edge is the sketch's line v = -20.
     fn plate() -> (ModelState, Frame) {
         let mut state = ModelState::empty();
-        state.edges.push(Edge {
-            id: "E1".into(),
-            kind: EdgeKind::Line,
-            length: 100.0,
-            start: Some([0.0, 0.0, 5.0]),
-            end: Some([100.0, 0.0, 5.0]),
-            midpoint: None,
-            closed: false,
-            center: None,
-            radius: None,
-            axis: None,
-            direction: None,
-            vertices: Vec::new(),
-        });
+        state.edges.push(Edge::straight("E1", [0.0, 0.0, 5.0], [100.0, 0.0, 5.0]));
         let frame = Frame {
             origin: [10.0, 20.0, 5.0],
             x_axis: [1.0, 0.0, 0.0],

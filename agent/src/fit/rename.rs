@@ -214,10 +214,7 @@ mod tests {
     use serde_json::json;
 
     fn line(id: &str, start: Point3, end: Point3) -> Edge {
-        let mid = [(start[0] + end[0]) / 2.0, (start[1] + end[1]) / 2.0, (start[2] + end[2]) / 2.0];
-        serde_json::from_value(json!({"id": id, "kind": "line", "length": distance(start, end), "start": start,
-            "end": end, "midpoint": mid, "vertices": []}))
-        .expect("an edge")
+        Edge::straight(id, start, end)
     }
 
     fn circle(id: &str, center: Point3, radius: f64) -> Edge {
