@@ -6,8 +6,9 @@
 //! - **CR**: share of samples whose prediction builds into a valid, non-empty solid (and,
 //!   under `edit10`, still recomputes after the edit).
 //! - **IoU**: `vol(P' ∩ G') / vol(P' ∪ G')` by exact kernel booleans on the normalised
-//!   solids; where the booleans fail or disagree with themselves, a 128³ ray-parity voxel
-//!   IoU on the meshes, and the method is recorded per sample.
+//!   solids; where the booleans fail or disagree with themselves (checked against a column
+//!   IoU exact along z), a 128³ ray-parity voxel IoU on the meshes, and the method is
+//!   recorded per sample.
 //! - **CD** (x1000, squared, two-sided), **HD** and **HD95** on `N` points per shape
 //!   sampled by area from meshes of the normalised solids (linear deflection 1e-3, angular
 //!   0.1 rad), from a ChaCha8 generator seeded with FNV-1a-64 of the sample id, the
@@ -111,7 +112,8 @@ pub struct EvalOptions {
     pub normalization: Normalization,
     /// Points sampled per shape.
     pub points: usize,
-    /// Also compute the voxel IoU of every sample (reported as `iou_voxel`).
+    /// Also compute the voxel IoU and the column IoU of every sample (reported as `iou_voxel`
+    /// and `iou_column`).
     pub voxel_check: bool,
     /// Use the voxel IoU for every sample and skip the kernel booleans (faster, approximate;
     /// the samples say `iou_method: voxel`).

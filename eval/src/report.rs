@@ -66,6 +66,9 @@ pub struct SampleResult {
     /// The voxel IoU as well, when asked for (`--voxel-check`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iou_voxel: Option<f64>,
+    /// With `voxel_check`: the column IoU, exact along z, that checks the booleans.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iou_column: Option<f64>,
     /// The sign flip chosen under inertia normalisation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flip: Option<[i8; 3]>,
@@ -95,6 +98,7 @@ impl SampleResult {
             iou_method: None,
             iou_fallback_reason: None,
             iou_voxel: None,
+            iou_column: None,
             flip: None,
             watertight: None,
             components: None,

@@ -39,8 +39,9 @@ pub struct EvalArgs {
     /// Write one JSON line per sample.
     #[arg(long)]
     pub jsonl: Option<PathBuf>,
-    /// Also compute the voxel IoU of every sample (`iou_voxel`), to check it against the
-    /// exact one.
+    /// Also compute the voxel IoU of every sample (`iou_voxel`, 128^3, the fallback) and the
+    /// column IoU (`iou_column`, 512 columns a side exact along z, the check on the
+    /// booleans), to check them against the exact one.
     #[arg(long)]
     pub voxel_check: bool,
     /// Use the 128^3 voxel IoU for every sample instead of kernel booleans (faster,
