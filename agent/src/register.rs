@@ -284,10 +284,7 @@ fn refit_once(target: &Target, scene: &Scene, sphere: Sphere, direction: [f64; 3
     let model: Vec<bool> = view.ids.face.iter().map(|f| *f != views::NO_ENTITY).collect();
     let goal = target.silhouette();
     let n = FIT_SIZE as usize;
-    let profile = |mask: &[bool], by_column: bool| views::profile(mask, n, n, by_column);
-    let reach = (n / 2) as i64;
-    let dx = views::best_shift(&profile(&model, true), &profile(&goal, true), reach);
-    let dy = views::best_shift(&profile(&model, false), &profile(&goal, false), reach);
+    let (dx, dy) = placement(&model, &goal, n);
     let (mut inter, mut union) = (0usize, 0usize);
     for y in 0..n as i64 {
         for x in 0..n as i64 {
@@ -307,6 +304,38 @@ fn refit_once(target: &Target, scene: &Scene, sphere: Sphere, direction: [f64; 3
         overlap: if union == 0 { 0.0 } else { inter as f64 / union as f64 },
         shift_px: [dx, dy],
     }
+}
+
+/// Where the model's silhouette (`model`, `n` x `n`) goes on the target's (`goal`): the
+/// shift that the row and column profiles, each matched on its own, propose, unless the model
+/// already lies inside the target's silhouette at least as much where it is. A model of one
+/// of a part's separate pieces was moved, its columns matched to one piece of the target and
+/// its rows to another, to where it overlapped nothing (a relay reader's strip of two,
+/// test100 00129614, 0.62 of it inside where it was), and the reader's next piece had to be
+/// placed against a picture 57 px off.
+fn placement(model: &[bool], goal: &[bool], n: usize) -> (i64, i64) {
+    let profile = |mask: &[bool], by_column: bool| views::profile(mask, n, n, by_column);
+    let reach = (n / 2) as i64;
+    let dx = views::best_shift(&profile(model, true), &profile(goal, true), reach);
+    let dy = views::best_shift(&profile(model, false), &profile(goal, false), reach);
+    let size = n as i64;
+    // The share of the model's pixels on the target's silhouette, the model shifted so.
+    let inside = |(dx, dy): (i64, i64)| -> f64 {
+        let (mut on, mut all) = (0usize, 0usize);
+        for y in 0..size {
+            for x in 0..size {
+                if !model[(y * size + x) as usize] {
+                    continue;
+                }
+                all += 1;
+                let (tx, ty) = (x + dx, y + dy);
+                on +=
+                    usize::from((0..size).contains(&tx) && (0..size).contains(&ty) && goal[(ty * size + tx) as usize]);
+            }
+        }
+        if all == 0 { 0.0 } else { on as f64 / all as f64 }
+    };
+    if (dx, dy) != (0, 0) && inside((0, 0)) >= inside((dx, dy)) { (0, 0) } else { (dx, dy) }
 }
 
 /// Draw S_t's outline: a dashed circle of `radius_px` around `center_px`.
@@ -338,6 +367,45 @@ pub fn draw_sphere_on(view: &mut views::View, sphere: Sphere) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A diagonal strip `width` px thick on an `n` x `n` picture, as test100 00129614 draws
+    /// its pieces.
+    fn strip(n: usize, from: (i64, i64), length: i64, width: i64) -> Vec<bool> {
+        let mut mask = vec![false; n * n];
+        for t in 0..length {
+            for w in 0..width {
+                let (x, y) = (from.0 + t, from.1 - t / 2 + w);
+                mask[y as usize * n + x as usize] = true;
+            }
+        }
+        mask
+    }
+
+    #[test]
+    fn a_model_of_one_piece_lying_on_it_stays_and_a_whole_model_off_by_a_little_moves() {
+        let n = 100;
+        let (a, b) = (strip(n, (10, 45), 30, 3), strip(n, (30, 80), 50, 6));
+        let goal: Vec<bool> = a.iter().zip(&b).map(|(p, q)| *p || *q).collect();
+        // The short piece drawn a little thick, 0.6 of it on the target: the profiles, each
+        // matched on its own, would move it (20, 26) px, between the two pieces.
+        let model = strip(n, (10, 44), 30, 5);
+        let reach = (n / 2) as i64;
+        let profile = |mask: &[bool], by_column: bool| views::profile(mask, n, n, by_column);
+        let proposed = (
+            views::best_shift(&profile(&model, true), &profile(&goal, true), reach),
+            views::best_shift(&profile(&model, false), &profile(&goal, false), reach),
+        );
+        assert_eq!(proposed, (20, 26));
+        assert_eq!(placement(&model, &goal, n), (0, 0));
+        // The whole part drawn 3 px left and 2 px up goes onto the target.
+        let off: Vec<bool> = (0..n * n)
+            .map(|i| {
+                let (x, y) = ((i % n) as i64 + 3, (i / n) as i64 + 2);
+                x < n as i64 && y < n as i64 && goal[y as usize * n + x as usize]
+            })
+            .collect();
+        assert_eq!(placement(&off, &goal, n), (3, 2));
+    }
 
     #[test]
     fn a_blank_image_has_no_part_and_a_disc_is_found() {
