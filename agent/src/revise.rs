@@ -8,8 +8,9 @@
 //! `"also": [{"number": 4, "command": {...}}]` revises linked commands in the same answer
 //! (a plate's radius and the boss on it), rebuilt and judged as one candidate.
 //!
-//! A revision changes numbers only (and the `reversed`/`symmetric` switches): the same op,
-//! names, references and number of primitives, so every later command still means what it
+//! A revision changes numbers only (and the `reversed`/`symmetric` switches, and an
+//! extrusion's extent kind, which names no entity): the same op, names, references and
+//! number of primitives, so every later command still means what it
 //! meant. The rebuild checks that too: each entity a later command names must still be the
 //! same kind of entity (a plane facing the same way), or the revision is refused with the
 //! entity and the command that names it.
@@ -153,16 +154,23 @@ fn compare(old: &Value, new: &mut Value, path: &str, changes: &mut Vec<String>) 
                 *new = a_value;
             } else {
                 let key = path.rsplit('.').next().unwrap_or(path);
-                if SIZES.contains(&key) && a != 0.0 {
-                    let ratio = b / a;
-                    if !(1.0 / MAX_REVISION..=MAX_REVISION).contains(&ratio) {
-                        return Err(format!(
-                            "`{path}` goes from {a} to {b}, more than {MAX_REVISION} times either way (sizes are in mm)"
-                        ));
-                    }
+                if SIZES.contains(&key) {
+                    unit_mistake(path, a, b)?;
                 }
                 changes.push(format!("{path} {} -> {}", short(a), short(b)));
             }
+            Ok(())
+        }
+        // An extrusion's extent may change its kind (a depth to through all, one side to
+        // both): no extent names an entity, so every later command still means what it
+        // meant. A relay reader who found a notch cut through the bar where it had a depth
+        // could not say so in a revision.
+        (Value::Object(a), Value::Object(b)) if path == "extent" && a.get("type") != b.get("type") => {
+            if let (Some(x), Some(y)) = (a.get("depth").and_then(Value::as_f64), b.get("depth").and_then(Value::as_f64))
+            {
+                unit_mistake("extent.depth", x, y)?;
+            }
+            changes.push(format!("extent {} -> {}", extent_text(a), extent_text(b)));
             Ok(())
         }
         (Value::Object(a), Value::Object(b)) => {
@@ -229,6 +237,30 @@ fn compare(old: &Value, new: &mut Value, path: &str, changes: &mut Vec<String>) 
         (a, b) if a == &*b => Ok(()),
         (a, b) => Err(format!("`{path}` changed from {a} to {b}")),
     }
+}
+
+/// A size changed more than [`MAX_REVISION`] times either way is a unit mistake.
+fn unit_mistake(path: &str, a: f64, b: f64) -> Result<(), String> {
+    if a != 0.0 && !(1.0 / MAX_REVISION..=MAX_REVISION).contains(&(b / a)) {
+        return Err(format!(
+            "`{path}` goes from {a} to {b}, more than {MAX_REVISION} times either way (sizes are in mm)"
+        ));
+    }
+    Ok(())
+}
+
+/// An extent as a change lists it: `one_side 10`, `two_sides 5/3`, `through_all symmetric`.
+fn extent_text(extent: &serde_json::Map<String, Value>) -> String {
+    let mut text = extent.get("type").and_then(Value::as_str).unwrap_or("?").to_string();
+    let depths: Vec<String> =
+        ["depth", "depth2"].iter().filter_map(|k| extent.get(*k).and_then(Value::as_f64)).map(short).collect();
+    if !depths.is_empty() {
+        text.push_str(&format!(" {}", depths.join("/")));
+    }
+    if extent.get("symmetric").and_then(Value::as_bool) == Some(true) {
+        text.push_str(" symmetric");
+    }
+    text
 }
 
 fn short(x: f64) -> String {
@@ -510,10 +542,28 @@ mod tests {
         assert!(err.contains("they are [1]..[3]"), "{err}");
         let err = revise(
             2,
-            serde_json::json!({"op": "extrude", "profile": "S1", "mode": "add",
-            "extent": {"type": "through_all"}}),
+            serde_json::json!({"op": "extrude", "profile": "S1", "mode": "cut",
+            "extent": {"type": "one_side", "depth": 10}}),
         )
-        .expect_err("another extent");
+        .expect_err("another mode");
         assert!(err.contains("a revision changes only the numbers of [2]"), "{err}");
+    }
+
+    #[test]
+    fn a_revision_may_change_an_extents_kind_but_not_by_a_unit_mistake() {
+        let extrude =
+            |extent: Value| serde_json::json!({"op": "extrude", "profile": "S1", "mode": "add", "extent": extent});
+        let (command, r) = revise(2, extrude(serde_json::json!({"type": "through_all"}))).expect("through all");
+        assert_eq!(r.changes, ["extent one_side 10 -> through_all"]);
+        let Command::Extrude(e) = command else { panic!("an extrude") };
+        assert_eq!(e.extent, freecad_bridge::command::Extent::ThroughAll { symmetric: false });
+        let (_, r) =
+            revise(2, extrude(serde_json::json!({"type": "two_sides", "depth": 8, "depth2": 3}))).expect("both");
+        assert_eq!(r.changes, ["extent one_side 10 -> two_sides 8/3"]);
+        let (_, r) =
+            revise(2, extrude(serde_json::json!({"type": "through_all", "symmetric": true}))).expect("both ways");
+        assert_eq!(r.describe("extrude"), "revision of [2] extrude: extent one_side 10 -> through_all symmetric");
+        let err = revise(2, extrude(serde_json::json!({"type": "symmetric", "depth": 100}))).expect_err("100x");
+        assert!(err.contains("`extent.depth` goes from 10 to 100"), "{err}");
     }
 }

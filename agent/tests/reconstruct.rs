@@ -837,6 +837,36 @@ fn a_revision_corrects_an_accepted_command_where_it_was_made() {
     assert!(replayed > 0.999, "{replayed}");
 }
 
+/// A revision may change an extrusion's extent kind (no extent names an entity): a pad of
+/// 10 mm on one side becomes one of 10 mm centred on its sketch, rebuilt and judged like
+/// any revision.
+#[test]
+fn a_revision_may_change_an_extents_kind() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let image = target_image(&example_path("box"), dir.path());
+    let accept = serde_json::json!({"stage": "stage3", "answer": {"verdict": "accept", "reasons": []}});
+    let revise = serde_json::json!({"stage": "stage1", "answer": {"reason": "the block stands on both sides",
+        "command": {"op": "revise", "number": 2, "command": {"op": "extrude", "profile": "S1", "mode": "add",
+            "extent": {"type": "symmetric", "depth": 10}}}}});
+    let end = serde_json::json!({"stage": "stage1", "answer": {"reason": "done", "command": {"op": "end"}}});
+    let script = dir.path().join("script.jsonl");
+    write_script(&script, &[box_plan(), box_sketch(), accept.clone(), revise, accept, end]);
+    let out = dir.path().join("out");
+    let run = reconstruct(&image, &out, &["--vlm", "scripted", "--script", script.to_str().expect("utf-8")]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let events = trace(&out);
+    let stage3 = events.iter().rfind(|e| e["stage"] == "stage3").expect("stage 3");
+    let text = stage3["request"]["text"].as_str().expect("text");
+    assert!(text.contains("revision of [2] extrude: extent one_side 10 -> symmetric 10"), "{text}");
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("state.json")).expect("state")).expect("json");
+    let z = |corner: &str| state["bbox"][corner][2].as_f64().expect("z");
+    assert!((z("min") + 5.0).abs() < 1e-6 && (z("max") - 5.0).abs() < 1e-6, "{}", state["bbox"]);
+    let program: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+    assert_eq!(program["commands"][1]["extent"], serde_json::json!({"type": "symmetric", "depth": 10.0}));
+}
+
 /// Each accepted step is built again from the start in a new worker, and that is the model
 /// the next step is shown. The slab of this part (fused onto a washer, its concave end inside
 /// the washer's rim), executed in the worker that had just previewed it, gave another solid
