@@ -17,7 +17,22 @@ use views::SketchMeta;
 
 /// T_t^geom,s: the projected edges of the active body (the ones a sketch may be tied to) as
 /// sampled points in view coordinates, one line each, then its vertices, one point each.
+/// The other bodies' follow under their own heading, for placing only: the picture labels
+/// them too, and a relay reader building a part's four bars as four bodies found the table
+/// empty (`(none)`) under a picture that named the first bar's edges.
 pub fn projected_table(meta: &SketchMeta, state: &ModelState) -> String {
+    let own = entities_table(meta, state, true);
+    let mut out = if own.is_empty() { "(none)\n".to_string() } else { own };
+    let others = entities_table(meta, state, false);
+    if !others.is_empty() {
+        out.push_str("other bodies, for placing only (a sketch is tied only to its own body's geometry, and nothing snaps to them):\n");
+        out.push_str(&others);
+    }
+    out
+}
+
+/// The table's lines for the active body's entities (`active`) or the other bodies'.
+fn entities_table(meta: &SketchMeta, state: &ModelState, active: bool) -> String {
     let mut out = String::new();
     // The edges the picture shows, labelled there (a tie to one beside the grid is as good
     // as to one on it), and every edge lying in the sketch plane, listed first: a reader
@@ -27,7 +42,7 @@ pub fn projected_table(meta: &SketchMeta, state: &ModelState) -> String {
     let mut edges: Vec<_> = meta
         .edges
         .iter()
-        .filter(|e| state.in_active_body(&e.id))
+        .filter(|e| state.in_active_body(&e.id) == active)
         .filter(|e| e.in_plane || e.points.iter().any(|p| views::in_sketch_picture(*p)))
         .collect();
     edges.sort_by_key(|e| !e.in_plane);
@@ -51,7 +66,7 @@ pub fn projected_table(meta: &SketchMeta, state: &ModelState) -> String {
     let mut vertices: Vec<(&str, bool, String)> = state
         .vertices
         .iter()
-        .filter(|v| state.in_active_body(&v.id))
+        .filter(|v| state.in_active_body(&v.id) == active)
         .map(|v| (v.id.as_str(), meta.frame.height(v.point).abs() <= tolerance, meta.world_to_view(v.point)))
         .filter(|(_, in_plane, p)| *in_plane || views::in_sketch_picture(*p))
         .map(|(id, in_plane, p)| (id, in_plane, point(p)))
@@ -63,7 +78,7 @@ pub fn projected_table(meta: &SketchMeta, state: &ModelState) -> String {
             out.push_str(&format!("{id}{}: {at}\n", if in_plane { " (in plane)" } else { "" }));
         }
     }
-    if out.is_empty() { "(none)\n".into() } else { out }
+    out
 }
 
 /// A view point as the table writes it: `(0.1188, 0.8164)`.

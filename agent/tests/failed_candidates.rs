@@ -210,6 +210,14 @@ fn a_candidate_drawn_again_in_a_new_body_is_built_in_that_body() {
         .map(|c| format!("{}{}", c["op"].as_str().unwrap_or("?"), c["name"].as_str().unwrap_or("")))
         .collect();
     assert_eq!(ops, ["sketchS1", "extrude", "bodyB2", "sketchS2", "extrude", "end"]);
+    // B2's sketch lists B1's edges and vertices, which its picture labels, apart from its
+    // own body's (none yet): for placing, not for ties.
+    let text = |e: &Value| e["request"]["text"].as_str().expect("text").to_string();
+    let stage2: Vec<String> = events.iter().filter(|e| e["stage"] == "stage2").map(text).collect();
+    assert!(stage2[0].contains("```\n(none)\n```"), "{}", stage2[0]);
+    let others = "(none)\nother bodies, for placing only (a sketch is tied only to its own body's geometry, and nothing snaps to them):\nE";
+    assert!(stage2[1].contains(others), "{}", stage2[1]);
+    assert!(stage2[1].contains("\nV1"), "{}", stage2[1]);
 }
 
 #[test]
