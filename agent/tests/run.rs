@@ -77,6 +77,30 @@ fn a_run_evaluates_every_part_and_resumes_to_the_same_results() {
     assert_eq!(results(&run_dir), first, "the resumed run reports what the uninterrupted one did");
     assert!(!run_dir.join("parts").join(format!(".partial-{second_id}")).exists());
 
+    // The pixel floor: at no move it scores the run's own programs, as the run did; moved
+    // by up to two target pixels they score less, and the moved programs are kept.
+    let floor_out = dir.path().join("floor");
+    let r = vision2cad(&[
+        "pixel-floor",
+        run_dir.to_str().expect("utf-8"),
+        "--px",
+        "0",
+        "--px",
+        "2",
+        "--out",
+        floor_out.to_str().expect("utf-8"),
+    ]);
+    let table = String::from_utf8_lossy(&r.stdout);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let miou = |px: &str| -> f64 {
+        let row = table.lines().find(|l| l.split_whitespace().next() == Some(px)).expect("a row per --px");
+        row.split_whitespace().nth(2).and_then(|m| m.parse().ok()).unwrap_or_else(|| panic!("{table}"))
+    };
+    let run_miou = first["static"]["miou"].as_f64().expect("miou");
+    assert!((miou("0") - run_miou).abs() < 1e-4, "{table} against {run_miou}");
+    assert!(miou("2") < miou("0") - 1e-3, "{table}");
+    assert!(floor_out.join("px-2").join(format!("{id}.json")).is_file() && floor_out.join("px-2.jsonl").is_file());
+
     // Other settings in the same folder are refused.
     let mut other = args.to_vec();
     other.extend(["--", "--no-pgr"]);

@@ -23,7 +23,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use freecad_bridge::{Session, WorkerConfig};
 
-use commands::{bench, compare, eval, exec, fit, gerd, merge, reconstruct, render, run, sim_calibrate};
+use commands::{bench, compare, eval, exec, fit, floor, gerd, merge, reconstruct, render, run, sim_calibrate};
 
 #[derive(Debug, Parser)]
 #[command(name = "vision2cad", version, about, after_help = env::HELP)]
@@ -61,6 +61,12 @@ pub enum Cmd {
     /// the model's answers differ from the ideal ones, and prints each rate with the counts
     /// behind it and a `[sim]` section to paste into a config.
     SimCalibrate(sim_calibrate::CalibrateArgs),
+    /// What a reader exact to within a fraction of a target pixel would score.
+    ///
+    /// Every length of a run's programs (an oracle run's are exact) is moved by uniform noise
+    /// of at most PX target pixels, converted with each part's framing from its trace, and
+    /// the moved programs are scored against the run's ground truths (static protocol).
+    PixelFloor(floor::FloorArgs),
     /// Execute a program of the command language into a FreeCAD document.
     ///
     /// Writes DIR/model.FCStd (opens in FreeCAD), DIR/model.step, DIR/model.glb (glTF, for
@@ -156,6 +162,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Compare(args) => compare::run(&args),
         Cmd::Merge(args) => merge::run(&args),
         Cmd::SimCalibrate(args) => sim_calibrate::run(&args),
+        Cmd::PixelFloor(args) => floor::run(&args),
         Cmd::Exec(args) => exec::run(&args),
         Cmd::Fit(args) => fit::run(&args),
         Cmd::Inspect { model, worker } => {

@@ -6,6 +6,7 @@ pub mod default_index;
 pub mod eval;
 pub mod exec;
 pub mod fit;
+pub mod floor;
 pub mod gerd;
 pub mod merge;
 pub mod reconstruct;
