@@ -285,23 +285,15 @@ fn refit_once(target: &Target, scene: &Scene, sphere: Sphere, direction: [f64; 3
     let goal = target.silhouette();
     let n = FIT_SIZE as usize;
     let (dx, dy) = placement(&model, &goal, n);
-    let (mut inter, mut union) = (0usize, 0usize);
-    for y in 0..n as i64 {
-        for x in 0..n as i64 {
-            let (sx, sy) = (x - dx, y - dy);
-            let m = (0..n as i64).contains(&sx) && (0..n as i64).contains(&sy) && model[(sy * n as i64 + sx) as usize];
-            let t = goal[(y * n as i64 + x) as usize];
-            inter += usize::from(m && t);
-            union += usize::from(m || t);
-        }
-    }
+    let o = Overlap::of(&model, &goal, n, (dx, dy));
+    let union = o.model_in_frame + o.goal - o.common;
     let ppu = f64::from(FIT_SIZE) * TARGET_FILL / 2.0 / sphere.radius;
     let camera = &view.meta.camera;
     let center = Vector3::from(sphere.center) - Vector3::from(camera.right) * (dx as f64 / ppu)
         + Vector3::from(camera.up) * (dy as f64 / ppu);
     Fit {
         sphere: Sphere { center: center.into(), radius: sphere.radius },
-        overlap: if union == 0 { 0.0 } else { inter as f64 / union as f64 },
+        overlap: if union == 0 { 0.0 } else { o.common as f64 / union as f64 },
         shift_px: [dx, dy],
     }
 }
@@ -318,24 +310,46 @@ fn placement(model: &[bool], goal: &[bool], n: usize) -> (i64, i64) {
     let reach = (n / 2) as i64;
     let dx = views::best_shift(&profile(model, true), &profile(goal, true), reach);
     let dy = views::best_shift(&profile(model, false), &profile(goal, false), reach);
-    let size = n as i64;
     // The share of the model's pixels on the target's silhouette, the model shifted so.
-    let inside = |(dx, dy): (i64, i64)| -> f64 {
-        let (mut on, mut all) = (0usize, 0usize);
+    let inside = |shift: (i64, i64)| {
+        let o = Overlap::of(model, goal, n, shift);
+        if o.model == 0 { 0.0 } else { o.common as f64 / o.model as f64 }
+    };
+    if (dx, dy) != (0, 0) && inside((0, 0)) >= inside((dx, dy)) { (0, 0) } else { (dx, dy) }
+}
+
+/// The model's silhouette shifted by a whole number of pixels against the target's (both
+/// `n` x `n`, row by row), in pixel counts.
+struct Overlap {
+    /// The model's pixels, ...
+    model: usize,
+    /// ... those still in the frame once shifted, ...
+    model_in_frame: usize,
+    /// ... and those that land on the target's silhouette.
+    common: usize,
+    /// The target's pixels.
+    goal: usize,
+}
+
+impl Overlap {
+    fn of(model: &[bool], goal: &[bool], n: usize, (dx, dy): (i64, i64)) -> Overlap {
+        let size = n as i64;
+        let mut o = Overlap { model: 0, model_in_frame: 0, common: 0, goal: goal.iter().filter(|g| **g).count() };
         for y in 0..size {
             for x in 0..size {
                 if !model[(y * size + x) as usize] {
                     continue;
                 }
-                all += 1;
+                o.model += 1;
                 let (tx, ty) = (x + dx, y + dy);
-                on +=
-                    usize::from((0..size).contains(&tx) && (0..size).contains(&ty) && goal[(ty * size + tx) as usize]);
+                if (0..size).contains(&tx) && (0..size).contains(&ty) {
+                    o.model_in_frame += 1;
+                    o.common += usize::from(goal[(ty * size + tx) as usize]);
+                }
             }
         }
-        if all == 0 { 0.0 } else { on as f64 / all as f64 }
-    };
-    if (dx, dy) != (0, 0) && inside((0, 0)) >= inside((dx, dy)) { (0, 0) } else { (dx, dy) }
+        o
+    }
 }
 
 /// Draw S_t's outline: a dashed circle of `radius_px` around `center_px`.
