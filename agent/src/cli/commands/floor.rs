@@ -21,6 +21,7 @@ use serde_json::Value;
 use vision2cad::events::{TraceEvent, read_trace};
 
 use crate::cli::WorkerArgs;
+use crate::cli::commands::run::RunSettings;
 use crate::cli::files::write_atomic;
 use crate::cli::progress::Progress;
 
@@ -81,9 +82,7 @@ pub fn run(args: &FloorArgs) -> Result<ExitCode> {
         bar.finish();
         let report = report?;
         if args.out.is_some() {
-            let jsonl: String =
-                report.samples.iter().map(|s| serde_json::to_string(s).map(|l| l + "\n")).collect::<Result<_, _>>()?;
-            write_atomic(&out.join(format!("px-{px}.jsonl")), jsonl.as_bytes())?;
+            super::eval::write_outputs(&report, None, Some(&out.join(format!("px-{px}.jsonl"))))?;
         }
         rows.push((px, report));
     }
@@ -106,19 +105,14 @@ pub fn run(args: &FloorArgs) -> Result<ExitCode> {
 
 /// The run's parts that have a program and a trace that says how the target was framed.
 fn read_run(run: &Path, dataset: Option<&Path>) -> Result<Vec<Part>> {
-    let meta: Value = serde_json::from_str(
+    let settings: RunSettings = serde_json::from_str(
         &std::fs::read_to_string(run.join("run.json"))
             .with_context(|| format!("{} is not a run folder (no run.json)", run.display()))?,
     )
-    .with_context(|| format!("{}: run.json is not JSON", run.display()))?;
-    let dataset = match dataset {
-        Some(d) => d.to_path_buf(),
-        None => PathBuf::from(meta["dataset"].as_str().context("run.json names no dataset")?),
-    };
-    let ids: Vec<&str> =
-        meta["parts"].as_array().context("run.json lists no parts")?.iter().filter_map(Value::as_str).collect();
+    .with_context(|| format!("{}: run.json is not a run's settings", run.display()))?;
+    let dataset = dataset.map_or(settings.dataset, Path::to_path_buf);
     let mut parts = Vec::new();
-    for id in ids {
+    for id in &settings.parts {
         let dir = run.join("parts").join(id);
         let Ok(text) = std::fs::read_to_string(dir.join("program.json")) else {
             eprintln!("{id}: no program.json; left out");
@@ -137,7 +131,7 @@ fn read_run(run: &Path, dataset: Option<&Path>) -> Result<Vec<Part>> {
         let record = gerd::record::read_part(&part_dir)
             .with_context(|| format!("{id}: no readable GERD part at {}", part_dir.display()))?;
         parts.push(Part {
-            id: id.to_string(),
+            id: id.clone(),
             program,
             units_per_px: framing,
             truth: part_dir.join(&record.files.model_step),
@@ -162,7 +156,7 @@ const OFFSET: &str = "offset";
 /// shared stays shared: a rectangle's corners stay corners, a hole centred on an axis stays
 /// on it.
 pub fn moved_lengths(program: &Value, reach: f64, seed: u64, id: &str) -> Value {
-    let mut noise = Noise { reach, rng: ChaCha8Rng::seed_from_u64(seed ^ fnv(id)), moves: HashMap::new() };
+    let mut noise = Noise { reach, rng: ChaCha8Rng::seed_from_u64(seed ^ eval::seed_for(id)), moves: HashMap::new() };
     let mut moved = program.clone();
     if let Some(commands) = moved.get_mut("commands").and_then(Value::as_array_mut) {
         for command in commands {
@@ -215,11 +209,6 @@ impl Noise {
 /// A uniform number in [0, 1).
 fn unit(rng: &mut ChaCha8Rng) -> f64 {
     (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-}
-
-/// FNV-1a of a part's ID, to seed its noise.
-fn fnv(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }
 
 #[cfg(test)]
