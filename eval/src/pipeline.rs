@@ -366,16 +366,13 @@ fn score(
     // it against a ground truth whose voxels, and the plain boolean on a near-copy, say 0.84).
     let plain_doubtful = exact.as_ref().map_or(true, |iou| implausible(*iou, distances.hd95));
     let mut fuzzy = false;
-    let mut voxel = None;
     // The voxel IoU (the fallback) and the column IoU (the check), each counted once, when
     // first asked for.
-    let voxel_of = |voxel: &mut Option<f64>| -> Result<f64, String> {
-        if let Some(v) = *voxel {
-            return Ok(v);
-        }
-        let v = voxel_iou(&pred_mesh, &gt_mesh, RESOLUTION).map_err(|e| format!("voxel IoU: {e}"))?;
-        *voxel = Some(v);
-        Ok(v)
+    let mut voxel = None;
+    let voxel_of = |voxel: &mut Option<Result<f64, String>>| -> Result<f64, String> {
+        voxel
+            .get_or_insert_with(|| voxel_iou(&pred_mesh, &gt_mesh, RESOLUTION).map_err(|e| format!("voxel IoU: {e}")))
+            .clone()
     };
     let mut column = None;
     let column_of = |column: &mut Option<Result<f64, String>>| -> Result<f64, String> {
@@ -502,6 +499,7 @@ fn score(
         (Err(reason), Some(rejected)) => Err(format!("{reason}; {rejected}")),
         (exact, _) => exact,
     };
+    let voxel = voxel.and_then(Result::ok);
     let (iou, method, fallback_reason) = match (&exact, voxel) {
         (Ok(iou), _) if nudge_found => (*iou, IouMethod::Nudged, None),
         (Ok(iou), _) if fuzzy => (*iou, IouMethod::Fuzzy, None),
