@@ -227,6 +227,7 @@ impl Reconstruction {
             steps_done: 0,
             skipped: Vec::new(),
             sphere: Sphere { center: [0.0; 3], radius: config.part_radius },
+            sphere_prior: register::Prior::Guess,
             moved: [0.0; 3],
             timing: Timing::default(),
             calls: 0,
@@ -367,6 +368,8 @@ pub(crate) struct Engine<'a> {
     /// Steps set aside, each with why no candidate got through (`max_skipped_steps`).
     pub skipped: Vec<(usize, String)>,
     pub sphere: Sphere,
+    /// Whether `sphere` is a registration's or still the first guess.
+    sphere_prior: register::Prior,
     /// How far the last registration moved S_t's centre.
     pub moved: [f64; 3],
     pub timing: Timing,
@@ -917,7 +920,8 @@ impl Engine<'_> {
         }
         let scene = self.scene(session)?;
         let start = Instant::now();
-        let fit = register::refit(&self.target, &scene, self.sphere, self.config.direction);
+        let fit = register::refit(&self.target, &scene, self.sphere, self.config.direction, self.sphere_prior);
+        self.sphere_prior = register::Prior::Registered;
         self.timing.render += start.elapsed().as_secs_f64();
         self.moved = std::array::from_fn(|i| fit.sphere.center[i] - self.sphere.center[i]);
         self.sphere = fit.sphere;

@@ -258,16 +258,27 @@ impl Target {
     }
 }
 
+/// Where S_t's centre came from before a refit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prior {
+    /// A first guess (the origin, or the circle around the model's own outline): any shift
+    /// the profiles propose may correct it.
+    Guess,
+    /// An earlier registration, which lined an earlier model up with the target: a jump
+    /// away from it must earn it ([`placement`]).
+    Registered,
+}
+
 /// Refit S_t's centre so the current model lines up with the target: the model is drawn
 /// through S_t's camera and shifted, row and column profiles apart, to the offset that
 /// overlaps the target's silhouette most. A model that reached past the frame was compared
 /// in part, so the fit is repeated from where it moved S_t (a few rounds at most) until
 /// it stays put.
-pub fn refit(target: &Target, scene: &Scene, sphere: Sphere, direction: [f64; 3]) -> Fit {
+pub fn refit(target: &Target, scene: &Scene, sphere: Sphere, direction: [f64; 3], prior: Prior) -> Fit {
     const ROUNDS: usize = 4;
-    let mut fit = refit_once(target, scene, sphere, direction);
+    let mut fit = refit_once(target, scene, sphere, direction, prior);
     for _ in 1..ROUNDS {
-        let next = refit_once(target, scene, fit.sphere, direction);
+        let next = refit_once(target, scene, fit.sphere, direction, prior);
         if next.shift_px == [0, 0] || next.overlap <= fit.overlap {
             break;
         }
@@ -277,14 +288,14 @@ pub fn refit(target: &Target, scene: &Scene, sphere: Sphere, direction: [f64; 3]
     fit
 }
 
-fn refit_once(target: &Target, scene: &Scene, sphere: Sphere, direction: [f64; 3]) -> Fit {
+fn refit_once(target: &Target, scene: &Scene, sphere: Sphere, direction: [f64; 3], prior: Prior) -> Fit {
     let opts =
         Options { size: FIT_SIZE, direction, sphere: Some((sphere.center, sphere.radius)), ..Options::default() };
     let view = views::target(scene, &opts);
     let model: Vec<bool> = view.ids.face.iter().map(|f| *f != views::NO_ENTITY).collect();
     let goal = target.silhouette();
     let n = FIT_SIZE as usize;
-    let (dx, dy) = placement(&model, &goal, n);
+    let (dx, dy) = placement(&model, &goal, n, prior);
     let o = Overlap::of(&model, &goal, n, (dx, dy));
     let union = o.model_in_frame + o.goal - o.common;
     let ppu = f64::from(FIT_SIZE) * TARGET_FILL / 2.0 / sphere.radius;
@@ -298,6 +309,10 @@ fn refit_once(target: &Target, scene: &Scene, sphere: Sphere, direction: [f64; 3
     }
 }
 
+/// A shift further than this (pixels of the `FIT_SIZE` comparison, either way) is a jump to
+/// another place on the target, not a correction of where the model lies.
+const NEAR_PX: i64 = 6;
+
 /// Where the model's silhouette (`model`, `n` x `n`) goes on the target's (`goal`): the
 /// shift that the row and column profiles, each matched on its own, propose, unless the model
 /// already lies inside the target's silhouette at least as much where it is. A model of one
@@ -305,7 +320,15 @@ fn refit_once(target: &Target, scene: &Scene, sphere: Sphere, direction: [f64; 3
 /// its rows to another, to where it overlapped nothing (a relay reader's strip of two,
 /// test100 00129614, 0.62 of it inside where it was), and the reader's next piece had to be
 /// placed against a picture 57 px off.
-fn placement(model: &[bool], goal: &[bool], n: usize) -> (i64, i64) {
+///
+/// From a registered S_t, a jump further than [`NEAR_PX`] must also halve the share of the
+/// model outside the target's silhouette (from a first guess, the model may lie anywhere:
+/// two test100 bases were held 46 and 13 px off so). A part of like pieces shows the model's first pieces in several
+/// places: a relay reader's top pair of four bars (test100 00773053), a little off as read,
+/// lay inside the target's top pair about as much as inside its bottom pair, and was moved
+/// 75 px onto the bottom one; the next sketch's grid moved with it and the reader's third
+/// bar went where the picture had put nothing.
+fn placement(model: &[bool], goal: &[bool], n: usize, prior: Prior) -> (i64, i64) {
     let profile = |mask: &[bool], by_column: bool| views::profile(mask, n, n, by_column);
     let reach = (n / 2) as i64;
     let dx = views::best_shift(&profile(model, true), &profile(goal, true), reach);
@@ -315,7 +338,9 @@ fn placement(model: &[bool], goal: &[bool], n: usize) -> (i64, i64) {
         let o = Overlap::of(model, goal, n, shift);
         if o.model == 0 { 0.0 } else { o.common as f64 / o.model as f64 }
     };
-    if (dx, dy) != (0, 0) && inside((0, 0)) >= inside((dx, dy)) { (0, 0) } else { (dx, dy) }
+    let (here, there) = (inside((0, 0)), inside((dx, dy)));
+    let jump = prior == Prior::Registered && dx.abs().max(dy.abs()) > NEAR_PX;
+    if (dx, dy) == (0, 0) || here >= there || (jump && 1.0 - there > (1.0 - here) / 2.0) { (0, 0) } else { (dx, dy) }
 }
 
 /// The model's silhouette shifted by a whole number of pixels against the target's (both
@@ -410,7 +435,7 @@ mod tests {
             views::best_shift(&profile(&model, false), &profile(&goal, false), reach),
         );
         assert_eq!(proposed, (20, 26));
-        assert_eq!(placement(&model, &goal, n), (0, 0));
+        assert_eq!(placement(&model, &goal, n, Prior::Registered), (0, 0));
         // The whole part drawn 3 px left and 2 px up goes onto the target.
         let off: Vec<bool> = (0..n * n)
             .map(|i| {
@@ -418,7 +443,42 @@ mod tests {
                 x < n as i64 && y < n as i64 && goal[y as usize * n + x as usize]
             })
             .collect();
-        assert_eq!(placement(&off, &goal, n), (3, 2));
+        assert_eq!(placement(&off, &goal, n, Prior::Registered), (3, 2));
+    }
+
+    /// A `w` x `h` block of pixels from (`x`, `y`) on an `n` x `n` picture.
+    fn block(n: usize, (x, y): (usize, usize), (w, h): (usize, usize)) -> Vec<bool> {
+        (0..n * n).map(|i| (x..x + w).contains(&(i % n)) && (y..y + h).contains(&(i / n))).collect()
+    }
+
+    #[test]
+    fn a_first_piece_read_a_little_large_stays_where_it_is_and_one_far_off_moves() {
+        // Two like pieces, the lower one a little longer, as a part of several bars shows
+        // them; the model is the upper one read 2 px long and 2 px thick.
+        let n = 200;
+        let (upper, lower) = (block(n, (10, 20), (40, 16)), block(n, (10, 110), (44, 16)));
+        let goal: Vec<bool> = upper.iter().zip(&lower).map(|(p, q)| *p || *q).collect();
+        let model = block(n, (10, 20), (42, 18));
+        let reach = (n / 2) as i64;
+        let profile = |mask: &[bool], by_column: bool| views::profile(mask, n, n, by_column);
+        let proposed = (
+            views::best_shift(&profile(&model, true), &profile(&goal, true), reach),
+            views::best_shift(&profile(&model, false), &profile(&goal, false), reach),
+        );
+        // The profiles send it onto the lower piece, where a little more of it is inside
+        // (0.89 against 0.85): not enough for a jump.
+        assert!(proposed.0 == 0 && proposed.1 > 80, "{proposed:?}");
+        let inside = |shift| {
+            let o = Overlap::of(&model, &goal, n, shift);
+            o.common as f64 / o.model as f64
+        };
+        assert!(inside(proposed) > inside((0, 0)), "{} {}", inside(proposed), inside((0, 0)));
+        assert_eq!(placement(&model, &goal, n, Prior::Registered), (0, 0));
+        // From a first guess, where the model lies is no reason to keep it there.
+        assert_eq!(placement(&model, &goal, n, Prior::Guess), proposed);
+        // The lower piece drawn 30 px above it, on none of the target: it goes there.
+        let off = block(n, (10, 80), (44, 16));
+        assert_eq!(placement(&off, &goal, n, Prior::Registered), (0, 30));
     }
 
     #[test]

@@ -66,7 +66,7 @@ pub fn fit_to_image(
     .with_native(target.native_lines(view_size, views::TAGGED_FILL));
     let pixels = if subpixel { pixels.with_refined_lines() } else { pixels };
     let registered = match sphere {
-        Some(sphere) => register::refit(target, &scene, sphere, direction),
+        Some(sphere) => register::refit(target, &scene, sphere, direction, register::Prior::Registered),
         None => framing(target, &scene, direction),
     };
     let opts = Options {
@@ -93,7 +93,7 @@ fn framing(target: &Target, scene: &Scene, direction: [f64; 3]) -> register::Fit
     let mut best: Option<(i32, register::Fit)> = None;
     for k in SCALES {
         let sphere = Sphere { radius: circle.radius * (1.0 + SCALE_STEP * f64::from(k)), ..circle };
-        let fit = register::refit(target, scene, sphere, direction);
+        let fit = register::refit(target, scene, sphere, direction, register::Prior::Guess);
         let better = match &best {
             None => true,
             Some((j, b)) => fit.overlap > b.overlap + 1e-9 || (fit.overlap >= b.overlap - 1e-9 && k.abs() < j.abs()),
@@ -102,7 +102,7 @@ fn framing(target: &Target, scene: &Scene, direction: [f64; 3]) -> register::Fit
             best = Some((k, fit));
         }
     }
-    best.map_or_else(|| register::refit(target, scene, circle, direction), |(_, fit)| fit)
+    best.map_or_else(|| register::refit(target, scene, circle, direction, register::Prior::Guess), |(_, fit)| fit)
 }
 
 /// The circle around the model's outline seen from `direction`, as a sphere in model units:
