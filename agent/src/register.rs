@@ -310,8 +310,13 @@ fn refit_once(target: &Target, scene: &Scene, sphere: Sphere, direction: [f64; 3
 }
 
 /// A shift further than this (pixels of the `FIT_SIZE` comparison, either way) is a jump to
-/// another place on the target, not a correction of where the model lies.
+/// another place on the target, not a correction of where the model lies ...
 const NEAR_PX: i64 = 6;
+/// ... and a registered model that lies this share inside the target's silhouette where it
+/// is has been placed there: it does not jump. Models corrected by such jumps (up to 19 px)
+/// on test100, the oracle's and the simulated reader's, lay 0.74 to 0.87 inside; a relay
+/// reader's top pair of four bars, 0.97 (test100 00773053).
+const PLACED: f64 = 0.92;
 
 /// Where the model's silhouette (`model`, `n` x `n`) goes on the target's (`goal`): the
 /// shift that the row and column profiles, each matched on its own, propose, unless the model
@@ -321,13 +326,13 @@ const NEAR_PX: i64 = 6;
 /// test100 00129614, 0.62 of it inside where it was), and the reader's next piece had to be
 /// placed against a picture 57 px off.
 ///
-/// From a registered S_t, a jump further than [`NEAR_PX`] must also halve the share of the
-/// model outside the target's silhouette (from a first guess, the model may lie anywhere:
-/// two test100 bases were held 46 and 13 px off so). A part of like pieces shows the model's first pieces in several
-/// places: a relay reader's top pair of four bars (test100 00773053), a little off as read,
-/// lay inside the target's top pair about as much as inside its bottom pair, and was moved
-/// 75 px onto the bottom one; the next sketch's grid moved with it and the reader's third
-/// bar went where the picture had put nothing.
+/// From a registered S_t, a model that already lies [`PLACED`] inside the target's
+/// silhouette does not jump further than [`NEAR_PX`] (from a first guess it may lie
+/// anywhere). A part of like pieces shows a model of its first pieces in several places: a
+/// relay reader's top pair of four bars (test100 00773053), 0.97 inside where the reader had
+/// put it, lay 0.999 inside the target's bottom pair (the target's right bars stand a pixel
+/// higher) and was moved 75 px onto it; the next sketch's grid moved with it, and three
+/// readers in turn had to place the other bars against a picture that had jumped.
 fn placement(model: &[bool], goal: &[bool], n: usize, prior: Prior) -> (i64, i64) {
     let profile = |mask: &[bool], by_column: bool| views::profile(mask, n, n, by_column);
     let reach = (n / 2) as i64;
@@ -340,7 +345,8 @@ fn placement(model: &[bool], goal: &[bool], n: usize, prior: Prior) -> (i64, i64
     };
     let (here, there) = (inside((0, 0)), inside((dx, dy)));
     let jump = prior == Prior::Registered && dx.abs().max(dy.abs()) > NEAR_PX;
-    if (dx, dy) == (0, 0) || here >= there || (jump && 1.0 - there > (1.0 - here) / 2.0) { (0, 0) } else { (dx, dy) }
+    tracing::debug!("registration: {here:.3} of the model inside where it is, {there:.3} at ({dx}, {dy})");
+    if (dx, dy) == (0, 0) || here >= there || (jump && here >= PLACED) { (0, 0) } else { (dx, dy) }
 }
 
 /// The model's silhouette shifted by a whole number of pixels against the target's (both
@@ -452,30 +458,38 @@ mod tests {
     }
 
     #[test]
-    fn a_first_piece_read_a_little_large_stays_where_it_is_and_one_far_off_moves() {
+    fn a_registered_piece_lying_on_the_target_does_not_jump_to_a_like_one() {
         // Two like pieces, the lower one a little longer, as a part of several bars shows
-        // them; the model is the upper one read 2 px long and 2 px thick.
+        // them.
         let n = 200;
         let (upper, lower) = (block(n, (10, 20), (40, 16)), block(n, (10, 110), (44, 16)));
         let goal: Vec<bool> = upper.iter().zip(&lower).map(|(p, q)| *p || *q).collect();
-        let model = block(n, (10, 20), (42, 18));
         let reach = (n / 2) as i64;
         let profile = |mask: &[bool], by_column: bool| views::profile(mask, n, n, by_column);
-        let proposed = (
-            views::best_shift(&profile(&model, true), &profile(&goal, true), reach),
-            views::best_shift(&profile(&model, false), &profile(&goal, false), reach),
-        );
-        // The profiles send it onto the lower piece, where a little more of it is inside
-        // (0.89 against 0.85): not enough for a jump.
-        assert!(proposed.0 == 0 && proposed.1 > 80, "{proposed:?}");
-        let inside = |shift| {
-            let o = Overlap::of(&model, &goal, n, shift);
+        let proposed = |model: &[bool]| {
+            (
+                views::best_shift(&profile(model, true), &profile(&goal, true), reach),
+                views::best_shift(&profile(model, false), &profile(&goal, false), reach),
+            )
+        };
+        let inside = |model: &[bool], shift| {
+            let o = Overlap::of(model, &goal, n, shift);
             o.common as f64 / o.model as f64
         };
-        assert!(inside(proposed) > inside((0, 0)), "{} {}", inside(proposed), inside((0, 0)));
-        assert_eq!(placement(&model, &goal, n, Prior::Registered), (0, 0));
-        // From a first guess, where the model lies is no reason to keep it there.
-        assert_eq!(placement(&model, &goal, n, Prior::Guess), proposed);
+        // The upper piece read a pixel long: 0.98 of it on the target where it is, all of it
+        // on the lower piece, where the profiles send it. Registered, it stays; from a first
+        // guess, where it lies is no reason to keep it there.
+        let placed = block(n, (10, 20), (41, 16));
+        assert_eq!(proposed(&placed), (0, 90));
+        assert!(inside(&placed, (0, 0)) > PLACED && inside(&placed, (0, 90)) > inside(&placed, (0, 0)));
+        assert_eq!(placement(&placed, &goal, n, Prior::Registered), (0, 0));
+        assert_eq!(placement(&placed, &goal, n, Prior::Guess), (0, 90));
+        // Read 2 px long and 2 px thick it lies 0.85 inside: not placed, and it goes where
+        // more of it is inside, as earlier models lying so far off did.
+        let loose = block(n, (10, 20), (42, 18));
+        let to = proposed(&loose);
+        assert!(inside(&loose, (0, 0)) < PLACED && inside(&loose, to) > inside(&loose, (0, 0)), "{to:?}");
+        assert_eq!(placement(&loose, &goal, n, Prior::Registered), to);
         // The lower piece drawn 30 px above it, on none of the target: it goes there.
         let off = block(n, (10, 80), (44, 16));
         assert_eq!(placement(&off, &goal, n, Prior::Registered), (0, 30));

@@ -893,3 +893,43 @@ fn a_patterns_holes_the_picture_does_not_measure_take_the_radius_of_one_it_does(
     let (got, before) = (fit.fitted_iou(), fit.iou(&fit.drawn));
     assert!(got > before + 0.001, "mIoU {before:.4} before, {got:.4} fitted");
 }
+
+/// A relay reader's crank (test100 00152464, as accepted): a plate with round ends read 30%
+/// thin (7 mm) under a sketch 14% tall, and a pin. The whole picture lay 2.26 px off the
+/// target's lines; the plate's depth at the reach's end (8.75 mm) took it to 1.89 px, short of
+/// leaving 0.8 of the cost, and was dropped (mIoU 0.70). A picture that far off is a misread:
+/// the depth is kept, and the fit runs once more from there, when the sketch and the depth
+/// together find the target (mIoU 0.97).
+#[test]
+fn a_plate_read_thin_under_a_tall_sketch_is_fitted_again_after_its_depth() {
+    let sphere = "-11.143528360432352,-12.139255898149091,-0.9957275377167392,50";
+    let Some(fit) = DrawnFit::run("00152464", "crank_00152464_drawn.json", sphere) else { return };
+    let depths: Vec<f64> = fit
+        .features
+        .iter()
+        .filter(|f| f["command"] == 1 && f["report"]["dropped"].is_null())
+        .filter_map(|f| f["report"]["changes"].as_array()?.iter().find(|c| c["what"] == "extent.depth").cloned())
+        .filter_map(|c| c["to"].as_f64())
+        .collect();
+    assert!(depths.len() >= 2 && depths.last().is_some_and(|d| *d > 9.5), "the plate's depths kept: {depths:?}");
+    let (got, before) = (fit.fitted_iou(), fit.iou(&fit.drawn));
+    assert!(got > 0.95 && before < 0.75, "mIoU {before:.3} as drawn, {got:.3} fitted");
+}
+
+/// The oracle's two strips under a pixel thick (test100 00129614, exact): their picture lies
+/// 4.7 px off the target's lines, lined up 20 px away with three times the target's area
+/// outside it, so no size may move for being far off there (a depth made 16% deeper took
+/// the picture to 4.1 px and the part's mIoU from 0.96 to 0.01).
+#[test]
+fn an_exact_program_whose_picture_is_not_lined_up_is_not_fitted_for_being_far_off() {
+    let sphere = "-5.987448808153256,-3.498129963861408,2.489318844291848,50";
+    let Some(fit) = DrawnFit::run("00129614", "strips_00129614_oracle.json", sphere) else { return };
+    let kept: Vec<&Value> = fit.features.iter().filter(|f| f["report"]["dropped"].is_null()).collect();
+    assert!(kept.iter().all(|f| f["report"]["changes"].as_array().is_none_or(Vec::is_empty)), "{kept:?}");
+    // The extrusions as given (the sketches come back as solved, to about 1e-12).
+    let features = |p: &Path| -> Vec<Value> {
+        let program: Value = serde_json::from_str(&std::fs::read_to_string(p).expect("program")).expect("json");
+        program["commands"].as_array().expect("commands").iter().filter(|c| c["op"] != "sketch").cloned().collect()
+    };
+    assert_eq!(features(&fit.out.join("program.json")), features(&fit.drawn));
+}
