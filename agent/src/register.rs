@@ -334,19 +334,26 @@ const PLACED: f64 = 0.92;
 /// higher) and was moved 75 px onto it; the next sketch's grid moved with it, and three
 /// readers in turn had to place the other bars against a picture that had jumped.
 fn placement(model: &[bool], goal: &[bool], n: usize, prior: Prior) -> (i64, i64) {
-    let profile = |mask: &[bool], by_column: bool| views::profile(mask, n, n, by_column);
-    let reach = (n / 2) as i64;
-    let dx = views::best_shift(&profile(model, true), &profile(goal, true), reach);
-    let dy = views::best_shift(&profile(model, false), &profile(goal, false), reach);
-    // The share of the model's pixels on the target's silhouette, the model shifted so.
-    let inside = |shift: (i64, i64)| {
-        let o = Overlap::of(model, goal, n, shift);
-        if o.model == 0 { 0.0 } else { o.common as f64 / o.model as f64 }
-    };
-    let (here, there) = (inside((0, 0)), inside((dx, dy)));
+    let (dx, dy) = profiles_shift(model, goal, n);
+    let (here, there) = (share_inside(model, goal, n, (0, 0)), share_inside(model, goal, n, (dx, dy)));
     let jump = prior == Prior::Registered && dx.abs().max(dy.abs()) > NEAR_PX;
     tracing::debug!("registration: {here:.3} of the model inside where it is, {there:.3} at ({dx}, {dy})");
     if (dx, dy) == (0, 0) || here >= there || (jump && here >= PLACED) { (0, 0) } else { (dx, dy) }
+}
+
+/// The shift that the row and column profiles of the model's silhouette, each matched on its
+/// own to the target's (both `n` x `n`), propose.
+fn profiles_shift(model: &[bool], goal: &[bool], n: usize) -> (i64, i64) {
+    let profile = |mask: &[bool], by_column: bool| views::profile(mask, n, n, by_column);
+    let reach = (n / 2) as i64;
+    let along = |by_column| views::best_shift(&profile(model, by_column), &profile(goal, by_column), reach);
+    (along(true), along(false))
+}
+
+/// The share of the model's pixels on the target's silhouette, the model shifted so.
+fn share_inside(model: &[bool], goal: &[bool], n: usize, shift: (i64, i64)) -> f64 {
+    let o = Overlap::of(model, goal, n, shift);
+    if o.model == 0 { 0.0 } else { o.common as f64 / o.model as f64 }
 }
 
 /// The model's silhouette shifted by a whole number of pixels against the target's (both
@@ -434,13 +441,7 @@ mod tests {
         // The short piece drawn a little thick, 0.6 of it on the target: the profiles, each
         // matched on its own, would move it (20, 26) px, between the two pieces.
         let model = strip(n, (10, 44), 30, 5);
-        let reach = (n / 2) as i64;
-        let profile = |mask: &[bool], by_column: bool| views::profile(mask, n, n, by_column);
-        let proposed = (
-            views::best_shift(&profile(&model, true), &profile(&goal, true), reach),
-            views::best_shift(&profile(&model, false), &profile(&goal, false), reach),
-        );
-        assert_eq!(proposed, (20, 26));
+        assert_eq!(profiles_shift(&model, &goal, n), (20, 26));
         assert_eq!(placement(&model, &goal, n, Prior::Registered), (0, 0));
         // The whole part drawn 3 px left and 2 px up goes onto the target.
         let off: Vec<bool> = (0..n * n)
@@ -464,18 +465,8 @@ mod tests {
         let n = 200;
         let (upper, lower) = (block(n, (10, 20), (40, 16)), block(n, (10, 110), (44, 16)));
         let goal: Vec<bool> = upper.iter().zip(&lower).map(|(p, q)| *p || *q).collect();
-        let reach = (n / 2) as i64;
-        let profile = |mask: &[bool], by_column: bool| views::profile(mask, n, n, by_column);
-        let proposed = |model: &[bool]| {
-            (
-                views::best_shift(&profile(model, true), &profile(&goal, true), reach),
-                views::best_shift(&profile(model, false), &profile(&goal, false), reach),
-            )
-        };
-        let inside = |model: &[bool], shift| {
-            let o = Overlap::of(model, &goal, n, shift);
-            o.common as f64 / o.model as f64
-        };
+        let proposed = |model: &[bool]| profiles_shift(model, &goal, n);
+        let inside = |model: &[bool], shift| share_inside(model, &goal, n, shift);
         // The upper piece read a pixel long: 0.98 of it on the target where it is, all of it
         // on the lower piece, where the profiles send it. Registered, it stays; from a first
         // guess, where it lies is no reason to keep it there.

@@ -904,11 +904,9 @@ fn a_patterns_holes_the_picture_does_not_measure_take_the_radius_of_one_it_does(
 fn a_plate_read_thin_under_a_tall_sketch_is_fitted_again_after_its_depth() {
     let sphere = "-11.143528360432352,-12.139255898149091,-0.9957275377167392,50";
     let Some(fit) = DrawnFit::run("00152464", "crank_00152464_drawn.json", sphere) else { return };
-    let depths: Vec<f64> = fit
-        .features
+    let depths: Vec<f64> = kept_changes(&fit.features, 1)
         .iter()
-        .filter(|f| f["command"] == 1 && f["report"]["dropped"].is_null())
-        .filter_map(|f| f["report"]["changes"].as_array()?.iter().find(|c| c["what"] == "extent.depth").cloned())
+        .filter(|c| c["what"] == "extent.depth")
         .filter_map(|c| c["to"].as_f64())
         .collect();
     assert!(depths.len() >= 2 && depths.last().is_some_and(|d| *d > 9.5), "the plate's depths kept: {depths:?}");

@@ -15,7 +15,7 @@
 
 use std::time::Instant;
 
-use freecad_bridge::command::{Mode, Primitive, Sketch, Sweep, SweepPath};
+use freecad_bridge::command::Sketch;
 use freecad_bridge::state::{EdgeKind, Frame, ModelState, Point3};
 use freecad_bridge::{BridgeError, Command, Program, Session, StepError};
 use serde::{Deserialize, Serialize};
@@ -23,10 +23,12 @@ use views::{IdBuffers, Options, Scene};
 
 use super::dimensions::Existing;
 use super::{Agreement, FitReport, TargetPixels, agreement, describe_changes, feature_of, moved_edges, sketch};
-use super::{path, rename, thickness, wall};
+use super::{rename, thickness, wall};
+use pipe::{BoreLimit, MIN_WALL_PX, bore_limit, fit_path, section_radius, sweep_carry};
 
 mod loft;
 mod missed;
+mod pipe;
 mod place;
 mod round;
 mod sizes;
@@ -61,7 +63,7 @@ pub struct AsDrawn {
 }
 
 /// What the fit at END did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProgramFit {
     pub features: Vec<FeatureFit>,
     /// Whole-program rebuilds.
@@ -76,7 +78,19 @@ pub struct ProgramFit {
     pub seconds: f64,
 }
 
+/// A program and what its fit did.
+type FitResult = Result<(Program, ProgramFit), BridgeError>;
+
 impl ProgramFit {
+    /// Add what a later run of the fit did.
+    fn extend_with(&mut self, later: ProgramFit) {
+        self.features.extend(later.features);
+        self.rebuilds += later.rebuilds;
+        self.renamed += later.renamed;
+        self.far_off_kept += later.far_off_kept;
+        self.seconds += later.seconds;
+    }
+
     pub fn kept(&self) -> usize {
         self.features.iter().filter(|f| f.report.kept()).count()
     }
@@ -213,31 +227,22 @@ pub fn fit_program(
     opts: &Options,
     deflection: f64,
 ) -> Result<(Program, ProgramFit), BridgeError> {
-    let (fitted, mut done) = fit_once(session, program, as_drawn, target, opts, deflection)?;
+    let view = View { target, opts, deflection };
+    let (fitted, mut done) = fit_once(session, program, as_drawn, &view)?;
     if done.far_off_kept == 0 {
         return Ok((fitted, done));
     }
-    let (again, more) = fit_once(session, &fitted, &[], target, opts, deflection)?;
-    done.features.extend(more.features);
-    (done.rebuilds, done.renamed, done.seconds) =
-        (done.rebuilds + more.rebuilds, done.renamed + more.renamed, done.seconds + more.seconds);
+    let (again, more) = fit_once(session, &fitted, &[], &view)?;
+    done.extend_with(more);
     Ok((again, done))
 }
 
-fn fit_once(
-    session: &mut Session,
-    program: &Program,
-    as_drawn: &[AsDrawn],
-    target: &TargetPixels,
-    opts: &Options,
-    deflection: f64,
-) -> Result<(Program, ProgramFit), BridgeError> {
-    let started = Instant::now();
-    let view = View { target, opts, deflection };
+fn fit_once(session: &mut Session, program: &Program, as_drawn: &[AsDrawn], view: &View<'_>) -> FitResult {
+    let (started, target) = (Instant::now(), view.target);
     let mut current = program.clone();
-    let mut done = ProgramFit { features: Vec::new(), rebuilds: 0, renamed: 0, far_off_kept: 0, seconds: 0.0 };
+    let mut done = ProgramFit::default();
     // The current program's build, and whether the session still holds it.
-    let mut built = done.build(session, &current, None, &view)?.map_err(|e| e.error)?;
+    let mut built = done.build(session, &current, None, view)?.map_err(|e| e.error)?;
     let mut holds_current = true;
     // First the steps' own fits, judged again against the whole target.
     for drawn in as_drawn {
@@ -250,7 +255,7 @@ fn fit_once(
         let mut candidate = current.clone();
         candidate.commands[drawn.sketch] = drawn.drawn.0.clone();
         candidate.commands[drawn.command] = drawn.drawn.1.clone();
-        let Ok(after) = done.build(session, &candidate, Some(&built), &view)? else {
+        let Ok(after) = done.build(session, &candidate, Some(&built), view)? else {
             holds_current = false;
             continue;
         };
@@ -295,9 +300,9 @@ fn fit_once(
             let kept = done.kept();
             // A pipe's path first: its profile's far end is then read where the path puts it.
             let state = (&mut current, &mut built, &mut holds_current);
-            in_rounds(session, &mut done, state, k, |s, d, cb| fit_path(s, d, cb, k, &view))?;
+            in_rounds(session, &mut done, state, k, |s, d, cb| fit_path(s, d, cb, k, view))?;
             let state = (&mut current, &mut built, &mut holds_current);
-            in_rounds(session, &mut done, state, k, |s, d, cb| fit_feature(s, d, cb, (j, k), &view))?;
+            in_rounds(session, &mut done, state, k, |s, d, cb| fit_feature(s, d, cb, (j, k), view))?;
             if pass == 0 && done.kept() > kept {
                 last_kept = Some(k);
             }
@@ -338,7 +343,7 @@ fn fit_once(
             }
             report.evaluations += 1;
             holds_current = false;
-            match done.build(session, &candidate, Some(&built), &view)? {
+            match done.build(session, &candidate, Some(&built), view)? {
                 Ok(after) => {
                     report.after = after.picture.agreement;
                     describe_changes(&mut report, sketch, sketch, &current.commands[k], &candidate.commands[k]);
@@ -364,7 +369,7 @@ fn fit_once(
         .flatten()
         .collect();
     let state = (&mut current, &mut built, &mut holds_current);
-    each_feature(session, &mut done, state, |s, d, cb, jk| fit_walls(s, d, cb, jk, &inner, &view))?;
+    each_feature(session, &mut done, state, |s, d, cb, jk| fit_walls(s, d, cb, jk, &inner, view))?;
     // Then a profile's line onto a line of the target that no edge is on ([`super::missed`]):
     // after the walls, which measure a wall drawn thin from the target's outline (moved first,
     // a scripted tube's inner lines went onto the target's, and the walls' move then made the
@@ -373,7 +378,7 @@ fn fit_once(
     for _ in 0..missed::PASSES {
         let kept = done.kept();
         let state = (&mut current, &mut built, &mut holds_current);
-        each_feature(session, &mut done, state, |s, d, cb, jk| missed::fit_missed(s, d, cb, jk, &view))?;
+        each_feature(session, &mut done, state, |s, d, cb, jk| missed::fit_missed(s, d, cb, jk, view))?;
         if done.kept() == kept {
             break;
         }
@@ -381,25 +386,25 @@ fn fit_once(
     // Then each profile's sides, put where the target draws them ([`super::place`]): after the
     // walls, whose inner lines may be pixels off before (they skew what the lines share).
     let state = (&mut current, &mut built, &mut holds_current);
-    each_feature(session, &mut done, state, |s, d, cb, jk| place::fit_places(s, d, cb, jk, &view))?;
+    each_feature(session, &mut done, state, |s, d, cb, jk| place::fit_places(s, d, cb, jk, view))?;
     // Then the round sides' radii, measured across their outlines ([`super::round_side`]).
     let state = (&mut current, &mut built, &mut holds_current);
-    each_feature(session, &mut done, state, |s, d, cb, jk| round::fit_round_sides(s, d, cb, jk, &view))?;
+    each_feature(session, &mut done, state, |s, d, cb, jk| round::fit_round_sides(s, d, cb, jk, view))?;
     // Then each loft's last section put over its first along the line of sight ([`loft`]).
     let state = (&mut current, &mut built, &mut holds_current);
-    each_command(session, &mut done, state, |s, d, cb, k| loft::fit_loft_centre(s, d, cb, k, &view))?;
+    each_command(session, &mut done, state, |s, d, cb, k| loft::fit_loft_centre(s, d, cb, k, view))?;
     // Then each extrusion's depth, each one-sided extrusion slid along the line of sight, and
     // the fillets' radii and the chamfers' sizes, searched on rebuilt models ([`sizes`]).
     let state = (&mut current, &mut built, &mut holds_current);
-    each_feature(session, &mut done, state, |s, d, cb, jk| sizes::fit_depth(s, d, cb, jk, &view))?;
+    each_feature(session, &mut done, state, |s, d, cb, jk| sizes::fit_depth(s, d, cb, jk, view))?;
     let state = (&mut current, &mut built, &mut holds_current);
-    each_feature(session, &mut done, state, |s, d, cb, jk| sizes::fit_slide(s, d, cb, jk, &view))?;
+    each_feature(session, &mut done, state, |s, d, cb, jk| sizes::fit_slide(s, d, cb, jk, view))?;
     let state = (&mut current, &mut built, &mut holds_current);
-    each_command(session, &mut done, state, |s, d, cb, k| sizes::fit_edge_size(s, d, cb, k, &view))?;
+    each_command(session, &mut done, state, |s, d, cb, k| sizes::fit_edge_size(s, d, cb, k, view))?;
     // The session holds the program that is kept: the one given, to the bit, when nothing
     // moved (a rebuild solves its sketches again, to about 1e-12 of where they were).
     if !holds_current {
-        done.build(session, &current, None, &view)?.map_err(|e| e.error)?;
+        done.build(session, &current, None, view)?.map_err(|e| e.error)?;
     }
     done.seconds = started.elapsed().as_secs_f64();
     let changed = current != *program;
@@ -696,114 +701,6 @@ fn half_way(
     })
 }
 
-/// Fit the path of feature `k` when it is a pipe (a sweep that adds material along a path
-/// sketch, of a round profile about the path's start) once ([`path::propose`]): the report,
-/// and the new build when the fit is kept. The profiles of every sweep along that path drawn
-/// about its start move with it, and the pipe's profile takes the fitted radius. `None`: no
-/// pipe, or nothing of its outline shows.
-fn fit_path(
-    session: &mut Session,
-    done: &mut ProgramFit,
-    (current, built): (&Program, &Build),
-    k: usize,
-    view: &View<'_>,
-) -> Round {
-    let Command::Sweep(sweep) = &current.commands[k] else { return Ok(None) };
-    let (Mode::Add, SweepPath::Sketch(path_name)) = (&sweep.mode, &sweep.path) else { return Ok(None) };
-    let before_k = &current.commands[..k];
-    let (Some(p), Some(j)) = (latest_sketch(before_k, path_name), latest_sketch(before_k, &sweep.profile)) else {
-        return Ok(None);
-    };
-    let (Command::Sketch(path), Command::Sketch(profile), Some(path_frame), Some(frame)) =
-        (&current.commands[p], &current.commands[j], built.frames[p], built.frames[j])
-    else {
-        return Ok(None);
-    };
-    let Some(carry) = sweep_carry(before_k, &built.frames, sweep, profile, &frame) else { return Ok(None) };
-    let picture = &built.picture;
-    let reach = sketch::POINT_REACH_PX / sketch::pixels_per_unit(&picture.camera);
-    let about_start = |centre: [f64; 2], frame: &Frame| near(frame.to_global(centre[0], centre[1]), carry.start, reach);
-    let Some(radius) = section_radius(profile, &frame, carry.start, reach) else { return Ok(None) };
-    let pipe = path::Pipe { path, frame: &path_frame, start: carry.start, radius, profile: &frame };
-    let Some(fitted) = path::propose(&pipe, &picture.camera, &picture.ids, picture.alignment(), view.target) else {
-        return Ok(None);
-    };
-    let mut report = FitReport::unmoved(picture.agreement, [fitted.before_px, fitted.after_px]);
-    if !super::worth_building(fitted.before_px, fitted.after_px) {
-        report.dropped =
-            Some(format!("the pipe's path: {}", super::not_worth_building(fitted.before_px, fitted.after_px)));
-        return Ok(Some((report, None)));
-    }
-    let mut candidate = current.clone();
-    candidate.commands[p] = Command::Sketch(fitted.path.clone());
-    // Every sweep's profile along the path about its start is put on it: the picture model
-    // draws the tube about the path, and a profile read a little off the start sweeps a tube
-    // as far off the path (a simulated reader's, 0.7 mm). The pipe's own section takes the
-    // fitted radius.
-    for m in p + 1..current.commands.len() {
-        let Command::Sweep(along) = &current.commands[m] else { continue };
-        if !matches!(&along.path, SweepPath::Sketch(name) if name == path_name) {
-            continue;
-        }
-        let Some(q) = latest_sketch(&current.commands[..m], &along.profile) else { continue };
-        let Some(q_frame) = built.frames[q] else { continue };
-        let Command::Sketch(moved) = &mut candidate.commands[q] else { continue };
-        // The new start in the profile's plane (the start moves only across it).
-        let start = [0, 1].map(|a| {
-            let axis = if a == 0 { q_frame.x_axis } else { q_frame.y_axis };
-            (0..3).map(|i| axis[i] * (fitted.start[i] - q_frame.origin[i])).sum::<f64>()
-        });
-        for primitive in &mut moved.primitives {
-            if let Primitive::Circle { center, radius: r, construction: false } = primitive
-                && about_start(*center, &q_frame)
-            {
-                if m == k && *r == radius {
-                    *r = fitted.radius;
-                }
-                *center = start;
-            }
-        }
-        // Its stated dimensions follow (a radius the reader stated is the fitted one now).
-        let existing = built.states[q].as_ref().map(|state| Existing { state, frame: &q_frame });
-        super::dimensions::follow_geometry(moved, existing);
-    }
-    report.evaluations += 1;
-    tracing::debug!("the fit at END: the pipe's path {}", serde_json::json!(fitted.path));
-    let after = match done.build(session, &candidate, Some(built), view)? {
-        Ok(after) => after,
-        Err(e) => {
-            report.dropped = Some(format!("the program no longer builds with the pipe's path fitted: {}", e.error));
-            return Ok(Some((report, None)));
-        }
-    };
-    let p_after = &after.picture;
-    let moved =
-        path::moved_outline((&picture.ids, picture.alignment()), (&p_after.ids, p_after.alignment()), view.target);
-    report.moved = Some(moved);
-    if !moved.agrees_better(&picture.agreement, &p_after.agreement) {
-        report.dropped = Some(format!(
-            "the pipe's path: in the rebuilt model the moved outline lies {:.2} px from the target's against {:.2} px \
-             before ({} pixels changed), and all its edges {:.3} px against {:.3} px",
-            moved.after_px,
-            moved.before_px,
-            moved.pixels,
-            p_after.agreement.cost(),
-            picture.agreement.cost()
-        ));
-        return Ok(Some((report, None)));
-    }
-    report.after = p_after.agreement;
-    describe_changes(&mut report, path, &fitted.path, &current.commands[k], &candidate.commands[k]);
-    if fitted.radius != radius {
-        report.changes.push(super::Change {
-            what: format!("{} radius", profile.name),
-            from: radius,
-            to: fitted.radius,
-        });
-    }
-    Ok(Some((report, Some(after))))
-}
-
 /// How the fit at END may move feature `k` of `commands`: with its depth's slide
 /// ([`sketch::Moves::Whole`]) where it is the program's last solid feature (the whole part
 /// when it is the only one), so that no later feature stands on what slides; otherwise
@@ -815,88 +712,6 @@ fn moves_for(commands: &[Command], k: usize) -> sketch::Moves {
     let solid =
         |c: &Command| matches!(c, Command::Extrude(_) | Command::Revolve(_) | Command::Sweep(_) | Command::Loft(_));
     if commands.iter().rposition(solid) == Some(k) { sketch::Moves::Whole } else { sketch::Moves::Fit }
-}
-
-/// A bore is kept this many pixels inside its pipe ([`fit_feature`]).
-const MIN_WALL_PX: f64 = 2.0;
-
-/// How wide a bore cut along a pipe's path may be: the radius that leaves the pipe
-/// [`MIN_WALL_PX`] of wall (`widest`), its circles being those within `reach` of the path's
-/// `start`.
-#[derive(Debug, Clone, Copy)]
-struct BoreLimit {
-    widest: f64,
-    start: [f64; 3],
-    reach: f64,
-}
-
-/// The limit of `sweep` (after the commands `before`, built with `frames`, the path's start
-/// at `start`) when it is a bore: a cut along the path of a pipe that adds material, seen
-/// through `camera`.
-fn bore_limit(
-    before: &[Command],
-    frames: &[Option<Frame>],
-    sweep: &Sweep,
-    start: [f64; 3],
-    camera: &views::Camera,
-) -> Option<BoreLimit> {
-    if sweep.mode != Mode::Cut {
-        return None;
-    }
-    let ppu = sketch::pixels_per_unit(camera);
-    let reach = sketch::POINT_REACH_PX / ppu;
-    let pipe = pipe_radius(before, frames, sweep, start, reach)?;
-    Some(BoreLimit { widest: pipe - MIN_WALL_PX / ppu, start, reach })
-}
-
-/// A pipe's section: the largest circle of `profile` (drawn in `frame`) whose centre lies
-/// within `reach` of the path's `start`.
-fn section_radius(profile: &Sketch, frame: &Frame, start: [f64; 3], reach: f64) -> Option<f64> {
-    profile
-        .primitives
-        .iter()
-        .filter_map(|q| match *q {
-            Primitive::Circle { center, radius, construction: false }
-                if near(frame.to_global(center[0], center[1]), start, reach) =>
-            {
-                Some(radius)
-            }
-            _ => None,
-        })
-        .max_by(f64::total_cmp)
-}
-
-fn near(a: [f64; 3], b: [f64; 3], reach: f64) -> bool {
-    (0..3).map(|i| (a[i] - b[i]).powi(2)).sum::<f64>().sqrt() <= reach
-}
-
-/// The radius of the pipe that adds material along the path `cut` is swept on, among the
-/// commands `before` (built with `frames`): its section about the path's `start`.
-fn pipe_radius(before: &[Command], frames: &[Option<Frame>], cut: &Sweep, start: [f64; 3], reach: f64) -> Option<f64> {
-    before.iter().enumerate().rev().find_map(|(m, c)| {
-        let Command::Sweep(pipe) = c else { return None };
-        if pipe.mode != Mode::Add || pipe.path != cut.path {
-            return None;
-        }
-        let q = latest_sketch(&before[..m], &pipe.profile)?;
-        let (Command::Sketch(profile), Some(frame)) = (&before[q], frames[q]) else { return None };
-        section_radius(profile, &frame, start, reach)
-    })
-}
-
-/// How `sweep` (after the commands `before`, built with `frames`) carries its profile
-/// `profile`, drawn in `frame`: `None` unless its path is a sketch of one open chain.
-fn sweep_carry(
-    before: &[Command],
-    frames: &[Option<Frame>],
-    sweep: &Sweep,
-    profile: &Sketch,
-    frame: &Frame,
-) -> Option<super::sweep::Carry> {
-    let SweepPath::Sketch(path) = &sweep.path else { return None };
-    let p = latest_sketch(before, path)?;
-    let (Command::Sketch(path), Some(path_frame)) = (&before[p], frames[p]) else { return None };
-    super::sweep::carry(path, &path_frame, super::sweep::profile_anchor(profile, frame)?)
 }
 
 /// The indices of the sketches a feature is drawn from, when the feature is one the fit
@@ -972,28 +787,5 @@ mod tests {
         // A turned plane's offset is not along the sketch's normal; a base plane has none.
         assert_eq!(lifting_plane(&program[..4], "P2"), None);
         assert_eq!(lifting_plane(&program[..2], "XY"), None);
-    }
-
-    #[test]
-    fn a_bores_pipe_is_the_sweep_that_adds_along_its_path() {
-        let program = commands(serde_json::json!([
-            {"op": "sketch", "name": "S1", "on": "XY", "primitives": [{"type": "circle", "center": [0.0, 0.0], "radius": 3.0}]},
-            {"op": "sketch", "name": "S2", "on": "XZ", "primitives": [{"type": "line", "start": [0.0, 0.0], "end": [0.0, 50.0]}]},
-            {"op": "sweep", "profile": "S1", "mode": "add", "path": {"sketch": "S2"}},
-            {"op": "sketch", "name": "S3", "on": "XY", "primitives": [
-                {"type": "circle", "center": [0.2, 0.0], "radius": 1.25},
-                {"type": "circle", "center": [20.0, 0.0], "radius": 4.0}]},
-            {"op": "sweep", "profile": "S3", "mode": "cut", "path": {"sketch": "S2"}}
-        ]));
-        let xy = Frame { origin: [0.0; 3], x_axis: [1.0, 0.0, 0.0], y_axis: [0.0, 1.0, 0.0], normal: [0.0, 0.0, 1.0] };
-        let frames = vec![Some(xy), None, None, Some(xy), None];
-        let Command::Sweep(cut) = &program[4] else { panic!("a sweep") };
-        assert_eq!(pipe_radius(&program[..4], &frames, cut, [0.0; 3], 1.0), Some(3.0));
-        // Only circles about the path's start are the bore's section (not a hole 20 mm away).
-        let Command::Sketch(bore) = &program[3] else { panic!("a sketch") };
-        assert_eq!(section_radius(bore, &xy, [0.0; 3], 1.0), Some(1.25));
-        // A cut along another path has no pipe.
-        let other = Sweep { path: SweepPath::Sketch("S9".into()), ..cut.clone() };
-        assert_eq!(pipe_radius(&program[..4], &frames, &other, [0.0; 3], 1.0), None);
     }
 }

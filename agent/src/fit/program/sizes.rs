@@ -58,16 +58,16 @@ enum Judged {
 /// way and 0.09 at its best (at 0.15, it was not refined and not kept).
 const REFINE_GAIN_PX: f64 = 0.05;
 /// A picture whose edges lie this far (pixels, on average) from the target's lines holds a
-/// misread: a relay reader's plate read 30% thin under a sketch 14% tall lay 2.26 px off, and
+/// misread (twice the rebuilt fits' far-off picture, [`crate::fit::Moved::agrees_better`]): a relay reader's plate read 30% thin under a sketch 14% tall lay 2.26 px off, and
 /// its depth at the reach's end took it to 1.89 px (0.84 of the cost; test100 00152464).
 /// The oracle's exact candidates lie about half a pixel off, but for those whose picture is
 /// not lined up on the target: within this many pixels (the registration's) and with at
 /// most this share of its silhouette outside the target's. The oracle's two strips under a
 /// pixel thick (test100 00129614) lay 4.7 px off, shifted (20, 9) px, 3.2 times the target's
 /// area outside it, and a depth 16% deeper took them to 4.1 px (mIoU 0.96 -> 0.01).
-const FAR_OFF_PX: f64 = 2.0;
-const FAR_OFF_SHIFT_PX: i64 = 3;
-const FAR_OFF_EXTRA: f64 = 0.1;
+const MISREAD_PX: f64 = 2.0;
+const MISREAD_SHIFT_PX: i64 = 3;
+const MISREAD_EXTRA: f64 = 0.1;
 
 /// A realigned move that leaves this many fewer of the target's line pixels with no edge on
 /// them, and at most half as many, is kept where the whole picture agrees no worse.
@@ -305,8 +305,8 @@ fn search(
             let covers = was - now.min(was) >= MIN_BARE_FALL && 2 * now <= was && c1 <= c0 && same_alignment;
             // A picture lined up on the target and this far off holds a misread, no rendering
             // difference: any gain counts.
-            let lined_up = before.shift.iter().all(|s| s.abs() <= FAR_OFF_SHIFT_PX) && before.extra <= FAR_OFF_EXTRA;
-            let misread = c0 >= FAR_OFF_PX && lined_up;
+            let lined_up = before.shift.iter().all(|s| s.abs() <= MISREAD_SHIFT_PX) && before.extra <= MISREAD_EXTRA;
+            let misread = c0 >= MISREAD_PX && lined_up;
             let far_off = misread && c0 - c1 >= crate::fit::MIN_GAIN;
             let kept = now <= was && moved.after_px <= moved.before_px && (worth_building(c0, c1) || covers || far_off);
             done.far_off_kept += usize::from(kept && misread);
