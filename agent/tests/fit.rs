@@ -13,6 +13,17 @@ use std::path::{Path, PathBuf};
 use common::{example_path, iou, outcome, reconstruct, target_image, trace, write_script};
 use serde_json::Value;
 
+/// A JSON file the run wrote (a program, the fit's report), its path named where it fails.
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The program a run wrote to `out`.
+fn program_in(out: &Path) -> Value {
+    read_json(&out.join("program.json"))
+}
+
 /// The four lines of a rectangle about `centre`, `x` and `y` half its sides, as a sketch's
 /// primitives (model units, or the sketch window's for a drawing).
 fn rectangle(centre: [f64; 2], x: f64, y: f64) -> Vec<Value> {
@@ -54,9 +65,7 @@ fn the_fit_leaves_an_exact_candidate_alone_and_no_fit_turns_it_off() {
     }
     let at_end = events.iter().find(|e| e["event"] == "program_fit").expect("the fit at END ran");
     assert!(!at_end["report"]["features"].as_array().expect("features").is_empty(), "{at_end}");
-    let program = |dir: &Path| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(dir.join("program.json")).expect("program")).expect("json")
-    };
+    let program = program_in;
     assert_eq!(program(&fitted)["commands"], program(&plain)["commands"], "the same numbers as without the fit");
     assert_eq!(program(&default)["commands"], program(&plain)["commands"], "the same numbers as without the fit");
     // Measured to the lines where the target's image has them, each drawing scored within
@@ -111,8 +120,7 @@ fn the_fit_moves_a_noisy_drawing_onto_the_targets_lines_and_the_program_keeps_it
         .filter(|e| e["event"] == "execute" && e["ok"] == true)
         .flat_map(|e| e["commands"].as_array().cloned().unwrap_or_default())
         .collect();
-    let program: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+    let program = program_in(&out);
     let saved: Vec<Value> =
         program["commands"].as_array().expect("commands").iter().filter(|c| c["op"] != "end").cloned().collect();
     assert_eq!(saved, committed);
@@ -136,8 +144,7 @@ fn a_thin_plates_depth_read_wrong_is_measured_back_at_end() {
     .expect("ground truth");
     let image = target_image(&gt, dir.path());
     let depth_of = |out: &Path| -> f64 {
-        let program: Value =
-            serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+        let program = program_in(out);
         let pad = program["commands"].as_array().expect("commands").iter().find(|c| c["op"] == "extrude").cloned();
         pad.expect("the pad")["extent"]["depth"].as_f64().expect("a depth")
     };
@@ -190,8 +197,7 @@ fn a_discs_depth_read_thin_is_measured_across_its_turned_side() {
     };
     let (gt, thin) = (disc("truth", 4.0), disc("thin", 3.7));
     let image = target_image(&gt, dir.path());
-    let read =
-        |path: &Path| -> Value { serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json") };
+    let read = read_json;
     let fit = |program: &Path, out: &Path, extra: &[String]| {
         let run = common::command()
             .arg("fit")
@@ -268,8 +274,7 @@ fn a_tubes_walls_drawn_thin_are_measured_to_the_targets_at_end() {
     // on the outline's right, top, left and bottom: each side against the inner one beside
     // it (the fit may move the whole tube in its plane).
     let walls = |out: &Path| -> Vec<f64> {
-        let program: Value =
-            serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+        let program = program_in(out);
         let lines = program["commands"][0]["primitives"].as_array().expect("primitives").clone();
         let extent = |loop_: std::ops::Range<usize>, axis: usize| -> (f64, f64) {
             let values: Vec<f64> = loop_.map(|k| lines[k]["start"][axis].as_f64().expect("a coordinate")).collect();
@@ -341,8 +346,7 @@ fn a_pipes_path_drawn_leaning_is_put_on_the_targets_outline_at_end() {
     };
     let (unfitted, fitted) = (run("unfitted", &["--no-fit"]), run("fitted", &[]));
     let path_of = |out: &Path| -> Value {
-        let program: Value =
-            serde_json::from_str(&std::fs::read_to_string(out.join("program.json")).expect("program")).expect("json");
+        let program = program_in(out);
         program["commands"].as_array().expect("commands").iter().find(|c| c["name"] == "S2").cloned().expect("S2")
     };
     assert_ne!(path_of(&unfitted), path_of(&fitted), "the path moved");
@@ -500,10 +504,7 @@ fn the_fit_command_fits_a_program_to_an_image() {
     let dir = tempfile::tempdir().expect("tempdir");
     let gt = example_path("plate_counterbore");
     let image = target_image(&gt, dir.path());
-    let read = |path: &Path| -> Value {
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
-            .expect("json")
-    };
+    let read = read_json;
     let depth = |p: &Value| -> f64 {
         let pad = p["commands"].as_array().expect("commands").iter().find(|c| c["op"] == "extrude").cloned();
         pad.expect("the plate's pad")["extent"]["depth"].as_f64().expect("a depth")
@@ -609,8 +610,7 @@ impl DrawnFit {
             .output()
             .expect("runs");
         assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-        let report: Value =
-            serde_json::from_str(&std::fs::read_to_string(out.join("fit.json")).expect("fit.json")).expect("json");
+        let report = read_json(&out.join("fit.json"));
         let features = report["fit"]["features"].as_array().expect("features").clone();
         DrawnFit { _dir: dir, part, drawn, out, features }
     }
@@ -694,8 +694,7 @@ fn a_depth_read_14_percent_deep_is_found_near_the_drawn_one() {
 fn a_legs_foot_drawn_askew_is_not_fitted_to_nothing() {
     let sphere = "-12.498928548870524,-25.443386539188133,-12.944457990317611,50.0";
     let Some(fit) = DrawnFit::run("00694405", "comb_00694405_drawn.json", sphere) else { return };
-    let program: Value =
-        serde_json::from_str(&std::fs::read_to_string(fit.out.join("program.json")).expect("program")).expect("json");
+    let program = program_in(&fit.out);
     let foot = &program["commands"][0]["primitives"][3];
     let point = |k: &str| {
         foot[k].as_array().expect("a point").iter().map(|v| v.as_f64().expect("a number")).collect::<Vec<_>>()
@@ -926,7 +925,7 @@ fn an_exact_program_whose_picture_is_not_lined_up_is_not_fitted_for_being_far_of
     assert!(kept.iter().all(|f| f["report"]["changes"].as_array().is_none_or(Vec::is_empty)), "{kept:?}");
     // The extrusions as given (the sketches come back as solved, to about 1e-12).
     let features = |p: &Path| -> Vec<Value> {
-        let program: Value = serde_json::from_str(&std::fs::read_to_string(p).expect("program")).expect("json");
+        let program = read_json(p);
         program["commands"].as_array().expect("commands").iter().filter(|c| c["op"] != "sketch").cloned().collect()
     };
     assert_eq!(features(&fit.out.join("program.json")), features(&fit.drawn));
