@@ -216,7 +216,7 @@ mod tests {
             .map(|(i, k)| {
                 serde_json::from_value(serde_json::json!({"id": format!("F{}", i + 1), "kind": k, "area": 1.0,
                     "centroid": [0.0, 0.0, 0.0], "edges": []}))
-                .unwrap()
+                .expect("a face")
             })
             .collect();
         state
@@ -225,7 +225,7 @@ mod tests {
     fn example(before: ModelState, history: Vec<Command>) -> Example {
         let command: Command = serde_json::from_value(serde_json::json!(
             {"op": "extrude", "profile": "S2", "mode": "cut", "extent": {"type": "through_all"}}))
-        .unwrap();
+        .expect("a cut");
         let hit = Hit { part: "p".into(), step: 3, score: 0.93, image_score: 0.91, state_score: 0.96, entry: 0 };
         let entry = gerd::retrieve::Entry {
             part: "p".into(),
@@ -244,7 +244,7 @@ mod tests {
     fn an_example_says_what_it_shares_with_the_current_model_and_where_it_differs() {
         let pad: Command = serde_json::from_value(serde_json::json!(
             {"op": "extrude", "profile": "S1", "mode": "add", "extent": {"type": "one_side", "depth": 5}}))
-        .unwrap();
+        .expect("a pad");
         let box_faces = ["plane"; 6];
         let history = vec![pad.clone()];
         let same = example(state(&box_faces), history.clone());
@@ -264,10 +264,10 @@ mod tests {
 
     #[test]
     fn image_tokens_count_tiles_as_the_vision_apis_do() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().expect("tempdir");
         let png = |w: u32, h: u32| {
             let path = dir.path().join(format!("{w}x{h}.png"));
-            image::RgbImage::new(w, h).save(&path).unwrap();
+            image::RgbImage::new(w, h).save(&path).expect("png written");
             image_tokens(&path)
         };
         assert_eq!(png(500, 500), 255, "one tile");

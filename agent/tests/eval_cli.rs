@@ -404,3 +404,33 @@ fn booleans_on_a_prediction_moved_a_hair_are_not_believed_where_the_columns_cont
     let reason = sample["iou_fallback_reason"].as_str().expect("a fallback reason");
     assert!(reason.contains("moved by 0.00001 the boolean gave 0.94"), "{reason}");
 }
+
+/// The same pipe as the simulated reader drew it, fitted with `--subpixel-fit`: here the
+/// plain boolean does return a common part, 0.964, high enough that the close surfaces made
+/// it plausible, and it was kept unchecked until stop 75. The columns say 0.881, the voxels
+/// 0.889, and 40,000 points classified by the kernel 0.886 +/- 0.006. Every plain IoU is
+/// now checked against the columns, in a plain `eval` as with `--voxel-check`.
+#[test]
+fn a_plausible_exact_iou_the_columns_contradict_is_not_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = repo_root().join("agent/tests/data");
+    let arg = |p: &Path| p.to_str().expect("path").to_string();
+    let (pred, gt) = (data.join("pipe_gen-11-00012_subpixel.json"), data.join("pipe_gen-11-00012_truth.json"));
+    for extra in [None, Some("--voxel-check")] {
+        let json = dir.path().join("report.json");
+        let mut args = vec!["--pred".to_string(), arg(&pred), "--gt".into(), arg(&gt), "--json".into(), arg(&json)];
+        args.extend(extra.map(String::from));
+        let o = cli(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+        let sample = &report["samples"][0];
+        let iou = sample["iou"].as_f64().expect("iou");
+        assert!((0.86..0.91).contains(&iou), "IoU {iou} ({extra:?}): {sample}");
+        assert_eq!(sample["iou_method"], "voxel", "{sample}");
+        let reason = sample["iou_fallback_reason"].as_str().expect("a fallback reason");
+        assert!(
+            reason.starts_with("the exact IoU 0.96") && reason.contains("contradicts the column IoU 0.88"),
+            "{reason}"
+        );
+    }
+}

@@ -136,7 +136,7 @@ mod tests {
         // a cap as edges fall off the target's lines); sizes above 3 do not build.
         let cost = |s: f64| (s <= 3.0).then(|| ((s - 1.4).abs().min(1.0), ()));
         let (size, (c, ()), tried) =
-            minimise(2.0, (cost(2.0).unwrap().0, ()), bounds(2.0, 3.0), (3, f64::NEG_INFINITY), cost);
+            minimise(2.0, (cost(2.0).expect("2 builds").0, ()), bounds(2.0, 3.0), (3, f64::NEG_INFINITY), cost);
         assert!((size - 1.4).abs() < 0.1, "{size} (cost {c})");
         assert!(tried <= 4 + 3, "{tried} tries");
     }

@@ -185,7 +185,7 @@ mod tests {
             circle([9.0, 3.0], 0.4),
             circle([12.0, 6.0], 0.4),
         ]);
-        let (i, mended, moved) = holes_inside(&[drawn.clone()], 2.0, 0.1).expect("mended");
+        let (i, mended, moved) = holes_inside(std::slice::from_ref(&drawn), 2.0, 0.1).expect("mended");
         assert_eq!((i, moved), (0, 3));
         // Each edge half a radius inside the side it was nearest, along that side's normal.
         let [x, y] = centre(&mended, 4);
