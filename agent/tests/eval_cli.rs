@@ -321,19 +321,33 @@ fn a_gerd_part_is_a_ground_truth() {
     assert!(volume.ends_with("1.000000"), "in model units the rates are given: {table}");
 }
 
+/// A file committed under agent/tests/data.
+fn data(file: &str) -> PathBuf {
+    repo_root().join("agent/tests/data").join(file)
+}
+
+/// `eval --pred PRED --gt GT` with `extra` options, which must succeed: its table (stdout)
+/// and its one sample's row of the JSON report.
+fn scored(pred: &Path, gt: &Path, extra: &[&str]) -> (String, Value) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let arg = |p: &Path| p.to_str().expect("path").to_string();
+    let json = dir.path().join("report.json");
+    let (pred, gt, json_arg) = (arg(pred), arg(gt), arg(&json));
+    let mut args = vec!["--pred", &pred, "--gt", &gt, "--json", &json_arg];
+    args.extend_from_slice(extra);
+    let o = cli(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+    (text(&o.stdout), report["samples"][0].clone())
+}
+
 /// The sample of a reconstruction (`agent/tests/data/FILE`) scored with `--voxel-check`
 /// against test100 part `id` as imported; `None`, with a message, where ../shared/data has
 /// no test100.
 fn voxel_checked(id: &str, file: &str) -> Option<Value> {
     let dir = tempfile::tempdir().expect("tempdir");
     let part = common::test100_part(id, dir.path())?;
-    let arg = |p: &Path| p.to_str().expect("path").to_string();
-    let pred = repo_root().join("agent/tests/data").join(file);
-    let json = dir.path().join("report.json");
-    let o = cli(&["--pred", &arg(&pred), "--gt", &arg(&part), "--voxel-check", "--json", &arg(&json)]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
-    Some(report["samples"][0].clone())
+    Some(scored(&data(file), &part, &["--voxel-check"]).1)
 }
 
 /// A simulated reader's tray (test100 00306373, reconstructed and fitted) against the part
@@ -385,16 +399,9 @@ fn a_low_iou_the_finest_boolean_and_the_voxels_agree_on_is_not_passed_over_for_a
 /// says why.
 #[test]
 fn booleans_on_a_prediction_moved_a_hair_are_not_believed_where_the_columns_contradict_them() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let data = repo_root().join("agent/tests/data");
-    let arg = |p: &Path| p.to_str().expect("path").to_string();
-    let json = dir.path().join("report.json");
-    let (pred, gt) = (data.join("pipe_gen-11-00012_reconstructed.json"), data.join("pipe_gen-11-00012_truth.json"));
-    let o = cli(&["--pred", &arg(&pred), "--gt", &arg(&gt), "--voxel-check", "--json", &arg(&json)]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(text(&o.stdout).contains("nudged 0, voxel 1"), "{}", text(&o.stdout));
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
-    let sample = &report["samples"][0];
+    let (pred, gt) = (data("pipe_gen-11-00012_reconstructed.json"), data("pipe_gen-11-00012_truth.json"));
+    let (table, sample) = scored(&pred, &gt, &["--voxel-check"]);
+    assert!(table.contains("nudged 0, voxel 1"), "{table}");
     let (iou, voxel) = (sample["iou"].as_f64().expect("iou"), sample["iou_voxel"].as_f64().expect("voxel"));
     assert_eq!(sample["iou_method"], "voxel", "{sample}");
     assert_eq!(iou, voxel, "{sample}");
@@ -412,18 +419,9 @@ fn booleans_on_a_prediction_moved_a_hair_are_not_believed_where_the_columns_cont
 /// now checked against the columns (within 0.02), in a plain `eval` as with `--voxel-check`.
 #[test]
 fn a_plausible_exact_iou_the_columns_contradict_is_not_kept() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let data = repo_root().join("agent/tests/data");
-    let arg = |p: &Path| p.to_str().expect("path").to_string();
-    let (pred, gt) = (data.join("pipe_gen-11-00012_subpixel.json"), data.join("pipe_gen-11-00012_truth.json"));
-    for extra in [None, Some("--voxel-check")] {
-        let json = dir.path().join("report.json");
-        let mut args = vec!["--pred".to_string(), arg(&pred), "--gt".into(), arg(&gt), "--json".into(), arg(&json)];
-        args.extend(extra.map(String::from));
-        let o = cli(&args.iter().map(String::as_str).collect::<Vec<_>>());
-        assert!(o.status.success(), "{}", text(&o.stderr));
-        let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
-        let sample = &report["samples"][0];
+    let (pred, gt) = (data("pipe_gen-11-00012_subpixel.json"), data("pipe_gen-11-00012_truth.json"));
+    for extra in [&[][..], &["--voxel-check"]] {
+        let (_, sample) = scored(&pred, &gt, extra);
         let iou = sample["iou"].as_f64().expect("iou");
         assert!((0.86..0.91).contains(&iou), "IoU {iou} ({extra:?}): {sample}");
         assert_eq!(sample["iou_method"], "voxel", "{sample}");
@@ -455,15 +453,8 @@ fn booleans_that_agree_with_each_other_are_not_believed_where_the_columns_contra
 /// passed over for the fuzzy boolean's 0.996, which the columns agreed with.
 #[test]
 fn a_plain_iou_a_hundredth_and_a_bit_from_the_columns_stands() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let data = repo_root().join("agent/tests/data");
-    let arg = |p: &Path| p.to_str().expect("path").to_string();
-    let json = dir.path().join("report.json");
-    let (pred, gt) = (data.join("bracket_gen-11-00017_subpixel.json"), data.join("bracket_gen-11-00017_truth.json"));
-    let o = cli(&["--pred", &arg(&pred), "--gt", &arg(&gt), "--voxel-check", "--json", &arg(&json)]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
-    let sample = &report["samples"][0];
+    let (pred, gt) = (data("bracket_gen-11-00017_subpixel.json"), data("bracket_gen-11-00017_truth.json"));
+    let (_, sample) = scored(&pred, &gt, &["--voxel-check"]);
     let (iou, column) = (sample["iou"].as_f64().expect("iou"), sample["iou_column"].as_f64().expect("column"));
     assert_eq!(sample["iou_method"], "exact", "{sample}");
     assert!((0.975..0.985).contains(&iou), "IoU {iou}: {sample}");

@@ -489,23 +489,21 @@ fn score(
     // A kernel can return consistent but wrong volumes (an empty common part of two
     // overlapping lofts was seen): close surfaces with no overlap are not believed, nor any
     // IoU the columns contradict.
-    let checked = if suspicious {
-        Some(column_of(&mut column).map_err(Failure::Evaluator)?)
-    } else if exact.is_ok() {
-        column_of(&mut column).ok()
+    // (A fuzzy or moved boolean's IoU was kept only within VOXEL_DISAGREEMENT of the columns.)
+    let (checked, allowed) = if suspicious {
+        (Some(column_of(&mut column).map_err(Failure::Evaluator)?), VOXEL_DISAGREEMENT)
     } else {
-        None
+        (exact.is_ok().then(|| column_of(&mut column).ok()).flatten(), PLAIN_DISAGREEMENT)
     };
     let exact = match (exact, checked) {
-        (Ok(iou), Some(v)) if suspicious && (iou - v).abs() > VOXEL_DISAGREEMENT => Err(format!(
-            "the exact IoU {iou:.4} contradicts the surfaces (HD95 {:.4}) and the column IoU {v:.4}",
-            distances.hd95
-        )),
-        // A fuzzy or moved boolean's IoU was kept only within VOXEL_DISAGREEMENT of the
-        // columns; a plain one, within PLAIN_DISAGREEMENT.
-        (Ok(iou), Some(v)) if (iou - v).abs() > PLAIN_DISAGREEMENT => {
-            Err(format!("the exact IoU {iou:.4} contradicts the column IoU {v:.4}"))
-        }
+        (Ok(iou), Some(v)) if (iou - v).abs() > allowed => Err(if suspicious {
+            format!(
+                "the exact IoU {iou:.4} contradicts the surfaces (HD95 {:.4}) and the column IoU {v:.4}",
+                distances.hd95
+            )
+        } else {
+            format!("the exact IoU {iou:.4} contradicts the column IoU {v:.4}")
+        }),
         (exact, _) => exact,
     };
     if exact.is_err() {
